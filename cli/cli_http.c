@@ -1,0 +1,222 @@
+#include "cli_http.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "alloc.h"
+
+#define MAX_RESPONSE (512L * 1024 * 1024)
+
+struct buf {
+	char *data;
+	size_t len, cap;
+	bool overflow;
+};
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	struct buf *b = userdata;
+	size_t n = size * nmemb;
+
+	if (b->len + n > MAX_RESPONSE) {
+		b->overflow = true;
+		return 0;
+	}
+	b->data = mu_grow(b->data, &b->cap, b->len + n + 1, 1);
+	memcpy(b->data + b->len, ptr, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+	return n;
+}
+
+int cli_http_init(struct cli_http *h, const char *url, const char *token)
+{
+	size_t n = strlen(url);
+
+	memset(h, 0, sizeof(*h));
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return MU_EINTERNAL;
+	h->curl = curl_easy_init();
+	if (!h->curl)
+		return MU_EINTERNAL;
+	while (n > 0 && url[n - 1] == '/')
+		n--;
+	h->base = mu_strndup(url, n);
+	if (token && *token)
+		h->auth_header = mu_asprintf("Authorization: Bearer %s", token);
+	return 0;
+}
+
+void cli_http_release(struct cli_http *h)
+{
+	if (h->curl)
+		curl_easy_cleanup(h->curl);
+	if (h->auth_header) {
+		/* The secret does not linger in freed memory. */
+		memset(h->auth_header, 0, strlen(h->auth_header));
+		mu_free(h->auth_header);
+	}
+	mu_free(h->base);
+	memset(h, 0, sizeof(*h));
+}
+
+char *cli_http_escape(struct cli_http *h, const char *s)
+{
+	(void)h;
+	return cli_url_escape(s);
+}
+
+char *cli_url_escape(const char *s)
+{
+	/* libcurl ignores the handle here since 7.82. */
+	char *e = curl_easy_escape(NULL, s, (int)strlen(s));
+	char *ret = mu_strdup(e ? e : "");
+
+	curl_free(e);
+	return ret;
+}
+
+/* The MU_E* code for a problem type URL ("https://muster.dev/problems/<slug>"). */
+static int code_for_slug(const char *type)
+{
+	const char *slash = type ? strrchr(type, '/') : NULL;
+	const char *slug = slash ? slash + 1 : type;
+
+	if (!slug || !*slug)
+		return 0;
+	for (int code = -1; code >= -64; code--)
+		if (strcmp(mu_strerror(code), "Unknown error") && !strcmp(mu_err_slug(code), slug))
+			return code;
+	return 0;
+}
+
+static int code_for_status(long status)
+{
+	switch (status) {
+	case 400: return MU_EINVAL;
+	case 401: return MU_EUNAUTH;
+	case 403: return MU_EFORBIDDEN;
+	case 404: return MU_ENOTFOUND;
+	case 405: return MU_EMETHOD;
+	case 409: return MU_ECONFLICT;
+	case 413: return MU_ETOOBIG;
+	case 429: return MU_EQUOTA;
+	case 502:
+	case 503:
+	case 504: return MU_EUNAVAIL;
+	default: return status >= 400 && status < 500 ? MU_EINVAL : MU_EINTERNAL;
+	}
+}
+
+/* Fills err from an error answer; returns its code. */
+static int problem(long status, json_t *doc, const char *raw, struct mu_error *err)
+{
+	const char *title = NULL, *detail = NULL, *field = NULL;
+	int code = 0;
+
+	if (json_is_object(doc)) {
+		title = json_string_value(json_object_get(doc, "title"));
+		detail = json_string_value(json_object_get(doc, "detail"));
+		field = json_string_value(json_object_get(doc, "field"));
+		code = code_for_slug(json_string_value(json_object_get(doc, "type")));
+	}
+	if (!code)
+		code = code_for_status(status);
+	if (!title) {
+		/* Not a problem document (a proxy, an old server): show its first line. */
+		char line[200] = "";
+		if (raw && !doc) {
+			size_t n = strcspn(raw, "\r\n");
+			snprintf(line, sizeof(line), "%.*s", (int)(n < 199 ? n : 199), raw);
+		}
+		return mu_error_set(err, code, field, "HTTP %ld%s%s", status, *line ? ": " : "",
+				    line);
+	}
+	if (detail && *detail)
+		return mu_error_set(err, code, field, "%s: %s", title, detail);
+	return mu_error_set(err, code, field, "%s", title);
+}
+
+int cli_http_call(struct cli_http *h, const char *method, const char *path, json_t *body,
+		  const char *idem_key, long *status, json_t **out, struct mu_error *err)
+{
+	CURL *curl = h->curl;
+	struct curl_slist *hdrs = NULL;
+	struct buf resp = { 0 };
+	char *url = mu_asprintf("%s%s", h->base, path);
+	char *payload = NULL;
+	char *idem = NULL;
+	json_t *doc = NULL;
+	json_error_t jerr;
+	long code = 0;
+	CURLcode rc;
+	int ret = 0;
+
+	*out = NULL;
+	curl_easy_reset(curl);
+	curl_easy_setopt(curl, CURLOPT_URL, url);
+	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &resp);
+	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT, 300L);
+	curl_easy_setopt(curl, CURLOPT_USERAGENT, "muster-cli/0.1");
+	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	hdrs = curl_slist_append(hdrs, "Accept: application/json, application/problem+json");
+	if (h->auth_header)
+		hdrs = curl_slist_append(hdrs, h->auth_header);
+	if (idem_key) {
+		idem = mu_asprintf("Idempotency-Key: %s", idem_key);
+		hdrs = curl_slist_append(hdrs, idem);
+	}
+	if (body) {
+		payload = json_dumps(body, JSON_COMPACT);
+		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, payload);
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)strlen(payload));
+	} else if (!strcmp(method, "POST") || !strcmp(method, "PUT") || !strcmp(method, "PATCH")) {
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, "");
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, 0L);
+	}
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
+
+	rc = curl_easy_perform(curl);
+	if (rc != CURLE_OK) {
+		if (resp.overflow)
+			ret = mu_error_set(err, MU_ETOOBIG, "", "response from %s is over %ld MiB",
+					   h->base, MAX_RESPONSE >> 20);
+		else
+			ret = mu_error_set(err, MU_EUNAVAIL, "", "Service unavailable: cannot reach %s: %s", h->base,
+					   curl_easy_strerror(rc));
+		goto out;
+	}
+	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
+	if (status)
+		*status = code;
+	if (resp.len > 0)
+		doc = json_loadb(resp.data, resp.len, JSON_ALLOW_NUL, &jerr);
+	if (code < 200 || code > 299) {
+		ret = problem(code, doc, resp.data, err);
+		goto out;
+	}
+	if (resp.len > 0 && !doc) {
+		ret = mu_error_set(err, MU_EJSON, "", "server sent invalid JSON (HTTP %ld): %s", code,
+				   jerr.text);
+		goto out;
+	}
+	*out = doc;
+	doc = NULL;
+out:
+	json_decref(doc);
+	curl_slist_free_all(hdrs);
+	if (payload)
+		free(payload);
+	mu_free(idem);
+	mu_free(resp.data);
+	mu_free(url);
+	return ret;
+}

@@ -1,0 +1,44 @@
+/*
+ * cli_http.h - the CLI's REST client: one libcurl handle, JSON in and out,
+ * RFC 9457 problems turned into MU_E* codes with "title: detail" messages.
+ *
+ * The bearer token is only ever put in the Authorization header; no message
+ * this module produces contains it.
+ */
+#ifndef CLI_HTTP_H
+#define CLI_HTTP_H
+
+#include <jansson.h>
+
+#include "error.h"
+
+struct cli_http {
+	void *curl;         /* CURL * */
+	char *base;         /* new: the URL without a trailing '/' */
+	char *auth_header;  /* new: "Authorization: Bearer ...", or NULL */
+};
+
+/* `url` and `token` are copied; token may be NULL (no Authorization header). */
+int cli_http_init(struct cli_http *h, const char *url, const char *token)
+	__attribute__((warn_unused_result));
+void cli_http_release(struct cli_http *h);
+
+/*
+ * METHOD base+path (path starts with '/' and is already escaped). `body`
+ * is borrowed (NULL = no body). `idem_key` adds an Idempotency-Key header.
+ * On a 2xx answer returns 0 with *out = the parsed body (new; NULL when the
+ * body is empty) and *status set. Otherwise returns a negative MU_E* code:
+ * MU_EUNAVAIL when the server cannot be reached, else the code of the
+ * problem's type (or of the HTTP status), with err->msg = "Title: detail"
+ * and err->field = the problem's field. `status` may be NULL.
+ */
+int cli_http_call(struct cli_http *h, const char *method, const char *path, json_t *body,
+		  const char *idem_key, long *status, json_t **out, struct mu_error *err)
+	__attribute__((warn_unused_result));
+
+/* Percent-escapes one path segment or query value; new string (mu_free). */
+char *cli_http_escape(struct cli_http *h, const char *s);
+/* The same without a client. */
+char *cli_url_escape(const char *s);
+
+#endif

@@ -1,0 +1,169 @@
+/*
+ * muster - the command-line client of muster-api (REST), with Slurm's verbs
+ * and flags where Slurm has them. See docs/cli.md.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli_out.h"
+#include "cmd.h"
+
+#define COMMON_HELP                                                                   \
+	"Common options: --url URL, --token TOKEN (else MUSTER_URL/MUSTER_TOKEN or\n"      \
+	"~/.config/muster/config), --json (print the server's JSON), --help.\n"
+
+static const struct command {
+	const char *name;
+	cli_cmd_fn fn;
+	const char *summary;
+	const char *usage;
+} commands[] = {
+	{ "submit", cmd_submit, "submit a gang job (sbatch)",
+	  "usage: muster submit [options] [--] COMMAND [ARGS...]\n"
+	  "       muster submit [options] --wrap 'SHELL COMMAND'\n"
+	  "  -N, --nodes N|MIN-MAX      nodes of the gang (default 1; MIN-MAX = elastic)\n"
+	  "      --min-nodes N          smallest gang an elastic job may start with\n"
+	  "      --gpus-per-node [MODEL:]N   GPUs on every node (default 0)\n"
+	  "      --gpu-model MODEL      GPU model the nodes must have\n"
+	  "      --procs-per-node N     processes per node (alias --ntasks-per-node)\n"
+	  "  -t, --time LIMIT           time limit: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS\n"
+	  "  -J, --job-name NAME        job name\n"
+	  "  -A, --tenant NAME          tenant (alias --account); admins must give one\n"
+	  "      --user NAME            submitting user (admin tokens only)\n"
+	  "  -q, --priority-class NAME  priority class (alias --qos)\n"
+	  "  -d, --dependency SPEC      afterok:ID[:ID...][,afterany:ID][,afternotok:ID]\n"
+	  "      --label KEY=VALUE      label (repeatable)\n"
+	  "      --env NAME[=VALUE]     environment variable (repeatable; NAME alone copies it)\n"
+	  "  -D, --workdir DIR          working directory (alias --chdir)\n"
+	  "      --topology required:LEVEL|preferred:LEVEL   e.g. required:rack\n"
+	  "      --max-retries N        requeues allowed after node failure or preemption\n"
+	  "      --idempotency-key KEY  a retry with the same key returns the same job\n"
+	  "      --test-only            ask when the job would start; submit nothing\n"
+	  "      --parsable             print only the job id\n" },
+	{ "queue", cmd_queue, "list jobs (squeue)",
+	  "usage: muster queue [options]\n"
+	  "  -t, --state LIST    states: PENDING|PD, STARTING|CF, RUNNING|R, COMPLETED|CD,\n"
+	  "                      FAILED|F, CANCELLED|CA, TIMEOUT|TO, or 'all'\n"
+	  "                      (default: PENDING,STARTING,RUNNING)\n"
+	  "  -A, --tenant NAME   only this tenant (and its subtree)\n"
+	  "  -u, --user NAME     only this user\n"
+	  "      --label K=V     only jobs with this label (repeatable, all must match)\n" },
+	{ "show", cmd_show, "show jobs with runs and events (scontrol show job)",
+	  "usage: muster show JOB [JOB...]\n" },
+	{ "cancel", cmd_cancel, "cancel jobs (scancel)", "usage: muster cancel JOB [JOB...]\n" },
+	{ "explain", cmd_explain, "why a job waits and when it should start",
+	  "usage: muster explain JOB\n" },
+	{ "tenants", cmd_tenants, "manage tenants (sacctmgr account)",
+	  "usage: muster tenants list\n"
+	  "       muster tenants show NAME\n"
+	  "       muster tenants create NAME [--parent P] [--shares N] [--description TEXT]\n"
+	  "       muster tenants update NAME [--parent P] [--shares N] [--description TEXT]\n"
+	  "       muster tenants delete NAME\n" },
+	{ "quota", cmd_quota, "show or set tenant quotas",
+	  "usage: muster quota show [TENANT]\n"
+	  "       muster quota set TENANT [--gpu-model M] [--guaranteed-gpus N] [--max-gpus N]\n"
+	  "                [--max-running-jobs N] [--max-pending-jobs N] [--max-time-limit TIME]\n"
+	  "       muster quota clear TENANT [--gpu-model M]\n"
+	  "  'set' changes only the limits given; 'none' removes one limit.\n" },
+	{ "tokens", cmd_tokens, "manage API tokens",
+	  "usage: muster tokens create --role admin|tenant|reader|agent [--name N] [--tenant T]\n"
+	  "                [--user U] [--node NODE] [--expires-at RFC3339]\n"
+	  "       muster tokens list\n"
+	  "       muster tokens show ID\n"
+	  "       muster tokens revoke ID [ID...]\n"
+	  "  'create' prints the secret alone on stdout; it is shown only once.\n" },
+	{ "nodes", cmd_nodes, "list nodes with state and GPU health (sinfo -N)",
+	  "usage: muster nodes\n" },
+	{ "node", cmd_node, "show, drain or resume a node (scontrol update node)",
+	  "usage: muster node show NAME\n"
+	  "       muster node drain NAME [--reason TEXT]\n"
+	  "       muster node resume NAME\n" },
+	{ "usage", cmd_usage, "GPU-hours per tenant or user (sreport)",
+	  "usage: muster usage [--from TIME] [--to TIME] [--group-by tenant|user] [--tenant T]\n"
+	  "  -S/--start and -E/--end are aliases of --from and --to.\n" },
+	{ "fairshare", cmd_fairshare, "the tenant tree with shares, usage and fair-share factor (sshare)",
+	  "usage: muster fairshare\n" },
+	{ "whoami", cmd_whoami, "the role, tenant and user of the token in use",
+	  "usage: muster whoami\n" },
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+void cli_help(const char *cmd)
+{
+	if (cmd) {
+		for (size_t i = 0; i < NCOMMANDS; i++)
+			if (!strcmp(commands[i].name, cmd)) {
+				printf("muster %s: %s\n\n%s\n%s", cmd, commands[i].summary,
+				       commands[i].usage, COMMON_HELP);
+				return;
+			}
+	}
+	printf("usage: muster [--url URL] [--token TOKEN] [--json] COMMAND [ARGS...]\n\n"
+	       "Commands:\n");
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		printf("  %-10s %s\n", commands[i].name, commands[i].summary);
+	printf("\n%s"
+	       "'muster COMMAND --help' shows a command's options. Exit codes: 0 ok, 1 error,\n"
+	       "2 usage, 3 not found, 4 authentication/permission, 5 server unavailable.\n",
+	       COMMON_HELP);
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_global g = { 0 };
+	int i = 1;
+
+	/* Global options before the command; each command accepts them too. */
+	while (i < argc && argv[i][0] == '-') {
+		const char *a = argv[i];
+		const char *val = NULL;
+		size_t n = strcspn(a, "=");
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			cli_help(NULL);
+			return CLI_EXIT_OK;
+		}
+		if (!strcmp(a, "--version")) {
+			printf("muster 0.1.0\n");
+			return CLI_EXIT_OK;
+		}
+		if (!strcmp(a, "--json")) {
+			g.json = true;
+			i++;
+			continue;
+		}
+		if ((n == 5 && !strncmp(a, "--url", 5)) || (n == 7 && !strncmp(a, "--token", 7))) {
+			if (a[n] == '=') {
+				val = a + n + 1;
+			} else if (i + 1 < argc) {
+				val = argv[++i];
+			} else {
+				fprintf(stderr, "muster: error: option '%s' needs a value (see 'muster --help')\n",
+					a);
+				return CLI_EXIT_USAGE;
+			}
+			if (n == 5)
+				g.url = val;
+			else
+				g.token = val;
+			i++;
+			continue;
+		}
+		fprintf(stderr, "muster: error: unknown option '%s' (see 'muster --help')\n", a);
+		return CLI_EXIT_USAGE;
+	}
+	if (i >= argc) {
+		cli_help(NULL);
+		return CLI_EXIT_USAGE;
+	}
+	if (!strcmp(argv[i], "help")) {
+		cli_help(i + 1 < argc ? argv[i + 1] : NULL);
+		return CLI_EXIT_OK;
+	}
+	for (size_t c = 0; c < NCOMMANDS; c++)
+		if (!strcmp(commands[c].name, argv[i]))
+			return commands[c].fn(&g, argc - i, argv + i);
+	fprintf(stderr, "muster: error: unknown command '%s' (see 'muster --help')\n", argv[i]);
+	return CLI_EXIT_USAGE;
+}
