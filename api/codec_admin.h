@@ -1,0 +1,100 @@
+/*
+ * codec_admin.h - pure decode/validate/encode of the admin bodies:
+ * tenants, quotas, priority classes, tokens, node drain (docs/api.md).
+ *
+ * No I/O, no database, no clock: unit-tested and fuzzed. Decoders take a
+ * parsed JSON body (borrowed) and fill a struct whose strings are borrowed
+ * from that body (valid while it lives). They refuse unknown fields
+ * (MU_EUNKNOWNFIELD), wrong types (MU_ETYPE), out-of-range numbers
+ * (MU_ERANGE), strings over their limit in characters (MU_ETOOLONG),
+ * NUL bytes or malformed UTF-8 (MU_EUTF8), names that break their pattern
+ * (MU_EINVAL) and missing required fields (MU_EMISSING), naming the field
+ * in `err`. Encoders return a new JSON object (never NULL).
+ */
+#ifndef CODEC_ADMIN_H
+#define CODEC_ADMIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "error.h"
+#include "store_node.h"
+#include "store_pclass.h"
+#include "store_quota.h"
+#include "store_tenant.h"
+#include "store_token_admin.h"
+
+/* Limits, in characters. */
+#define CODEC_ADMIN_NAME_MAX 63          /* tenant and class names */
+#define CODEC_ADMIN_DESCRIPTION_MAX 1024
+#define CODEC_ADMIN_GPU_MODEL_MAX 64
+#define CODEC_ADMIN_TOKEN_NAME_MAX 128
+#define CODEC_ADMIN_USER_MAX 64
+#define CODEC_ADMIN_NODE_MAX 253
+#define CODEC_ADMIN_REASON_MAX 1024
+#define CODEC_ADMIN_SHARES_MAX 1000000
+#define CODEC_ADMIN_GPUS_MAX 1000000
+#define CODEC_ADMIN_INT32_MAX 2147483647LL
+
+/* `^[a-z0-9][a-z0-9_.-]{0,62}$`: tenants and priority classes. */
+bool codec_admin_valid_name(const char *s);
+/* `^[A-Za-z0-9_.@-]{1,64}$`: users. */
+bool codec_admin_valid_user(const char *s);
+/* RFC 3339 date-time with a zone ("2026-11-30T06:14:40Z", "...+02:00"). */
+bool codec_admin_valid_time(const char *s);
+
+/* POST /v1/tenants. Defaults: parent "root", shares 1, description "". */
+int codec_tenant_new_decode(const json_t *body, struct store_tenant_new *out,
+			    struct mu_error *err) __attribute__((warn_unused_result));
+/* PATCH /v1/tenants/{name}: shares, description, parent (any subset). */
+int codec_tenant_patch_decode(const json_t *body, struct store_tenant_patch *out,
+			      struct mu_error *err) __attribute__((warn_unused_result));
+json_t *codec_tenant_encode(const struct store_tenant *t);
+
+/* PUT /v1/tenants/{name}/quota: a full replacement; absent or null limits
+ * mean no limit, guaranteed_gpus defaults to 0, gpu_model to "".
+ * out->tenant is left NULL for the caller. */
+int codec_quota_decode(const json_t *body, struct store_quota *out, struct mu_error *err)
+	__attribute__((warn_unused_result));
+json_t *codec_quota_encode(const struct store_quota *q);
+
+/* POST /v1/priority-classes. `name` and `priority` required; defaults as
+ * the schema: preemptible true, default_time_limit 3600, no max,
+ * grace_period 30, is_default false. Time limits are integer seconds or a
+ * Slurm --time string. */
+int codec_pclass_new_decode(const json_t *body, struct store_pclass *out, struct mu_error *err)
+	__attribute__((warn_unused_result));
+/* PATCH: any subset of the fields but `name`; *set gets STORE_PCLASS_SET_*. */
+int codec_pclass_patch_decode(const json_t *body, unsigned *set, struct store_pclass *out,
+			      struct mu_error *err) __attribute__((warn_unused_result));
+json_t *codec_pclass_encode(const struct store_pclass *p);
+
+/* POST /v1/tokens. Strings borrowed; NULL when absent. */
+struct codec_token_new {
+	const char *name;       /* "" default */
+	const char *role;       /* required: admin|tenant|reader|agent */
+	const char *tenant;     /* required for tenant; refused for admin/agent */
+	const char *user;       /* "" default */
+	const char *node;       /* required for agent; refused otherwise */
+	const char *expires_at; /* RFC 3339 or NULL = never */
+};
+int codec_token_new_decode(const json_t *body, struct codec_token_new *out, struct mu_error *err)
+	__attribute__((warn_unused_result));
+/* `secret` non-NULL adds "token" (only in the answer to a create). */
+json_t *codec_token_encode(const struct store_token *t, const char *secret);
+
+/* POST /v1/nodes/{name}/drain: `body` may be NULL (no body); *reason is
+ * borrowed, "" when absent. */
+int codec_drain_decode(const json_t *body, const char **reason, struct mu_error *err)
+	__attribute__((warn_unused_result));
+json_t *codec_node_encode(const struct store_node *n);
+
+/* {"items": items, "next_cursor": cursor or null}; steals `items`. */
+json_t *codec_page_encode(json_t *items, const char *next_cursor);
+/* The `limit` query parameter: NULL = 100; else 1..1000 (field "limit"). */
+int codec_limit_decode(const char *s, int *limit, struct mu_error *err)
+	__attribute__((warn_unused_result));
+
+#endif

@@ -1,0 +1,125 @@
+#include "store_token_admin.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "store_tenant.h"
+
+#define TOKEN_COLS                                                                            \
+	"k.id, k.name, k.role, t.name, k.user_name, k.node_name, k.prefix, "                  \
+	STORE__TS("k.created_at") ", " STORE__TS("k.expires_at") ", " STORE__TS("k.last_used_at")
+/* A revoked token is gone for every reader; scope: its tenant in the subtree. */
+#define TOKEN_FROM                                                                            \
+	" FROM api_tokens k LEFT JOIN tenants t ON t.id = k.tenant_id "                        \
+	"WHERE k.revoked_at IS NULL AND ($1::text IS NULL OR (t.path IS NOT NULL AND "        \
+	STORE__IN_SCOPE("t.path", "$1") ")) "
+
+static void token_row(struct mu_arena *a, const PGresult *r, int row, struct store_token *k)
+{
+	k->id = store_db_get_int64(r, row, 0);
+	k->name = store__admin_str(a, r, row, 1);
+	k->role = store__admin_str(a, r, row, 2);
+	k->tenant = store__admin_str(a, r, row, 3);
+	k->user = store__admin_str(a, r, row, 4);
+	k->node = store__admin_str(a, r, row, 5);
+	k->prefix = store__admin_str(a, r, row, 6);
+	k->created_at = store__admin_str(a, r, row, 7);
+	k->expires_at = store__admin_str(a, r, row, 8);
+	k->last_used_at = store__admin_str(a, r, row, 9);
+}
+
+int store_token_admin_get(PGconn *c, struct mu_arena *a, const char *scope, int64_t id,
+			  struct store_token *out, struct mu_error *err)
+{
+	char ib[24];
+	const char *params[2] = { scope, store__admin_fmt(ib, id) };
+	PGresult *r = NULL;
+	int ret;
+
+	ret = store_db_exec(c, "SELECT " TOKEN_COLS TOKEN_FROM "AND k.id = $2::bigint", 2, params, &r,
+			    err);
+	if (ret < 0)
+		return ret;
+	if (store_db_nrows(r) != 1)
+		ret = mu_error_set(err, MU_ENOTFOUND, "", "no token %s", params[1]);
+	else
+		token_row(a, r, 0, out);
+	store_db_clear(r);
+	return ret;
+}
+
+int store_token_admin_list(PGconn *c, struct mu_arena *a, const char *scope, const char *cursor,
+			   int limit, struct store_token_page *out, struct mu_error *err)
+{
+	char lb[24];
+	const char *params[3] = { scope, cursor, store__admin_fmt(lb, limit + 1) };
+	PGresult *r = NULL;
+	int ret, n;
+
+	memset(out, 0, sizeof(*out));
+	if (cursor) {
+		size_t len = strlen(cursor);
+		if (len == 0 || len > 18 || strspn(cursor, "0123456789") != len)
+			return mu_error_set(err, MU_EINVAL, "cursor", "not a cursor this server made");
+	}
+	ret = store_db_exec(c,
+			    "SELECT " TOKEN_COLS TOKEN_FROM
+			    "AND ($2::bigint IS NULL OR k.id > $2::bigint) ORDER BY k.id LIMIT $3::int",
+			    3, params, &r, err);
+	if (ret < 0)
+		return ret;
+	n = store_db_nrows(r);
+	if (n > limit) {
+		n = limit;
+		out->next_cursor = store__admin_str(a, r, limit - 1, 0);
+	}
+	out->items = mu_arena_alloc(a, sizeof(*out->items) * (size_t)(n ? n : 1));
+	for (int i = 0; i < n; i++)
+		token_row(a, r, i, &out->items[i]);
+	out->n = (size_t)n;
+	store_db_clear(r);
+	return 0;
+}
+
+struct token_revoke {
+	const char *scope;
+	int64_t id;
+};
+
+static int token_revoke_tx(PGconn *c, void *arg, struct mu_error *err)
+{
+	struct token_revoke *tr = arg;
+	char ib[24];
+	const char *params[2] = { tr->scope, store__admin_fmt(ib, tr->id) };
+	PGresult *r = NULL;
+	int64_t tenant;
+	int ret;
+
+	ret = store_db_exec(c,
+			    "UPDATE api_tokens SET revoked_at = now() WHERE id = "
+			    "(SELECT k.id" TOKEN_FROM "AND k.id = $2::bigint FOR UPDATE OF k) "
+			    "RETURNING tenant_id, name, role",
+			    2, params, &r, err);
+	if (ret < 0)
+		return ret;
+	if (store_db_nrows(r) != 1) {
+		store_db_clear(r);
+		return mu_error_set(err, MU_ENOTFOUND, "", "no token %s", params[1]);
+	}
+	tenant = store__admin_i64(r, 0, 0, 0);
+	{
+		const char *kv[] = { "token_id#", params[1], "name", store_db_get(r, 0, 1), "role",
+				     store_db_get(r, 0, 2) };
+		ret = store__admin_event(c, "token.revoked", tenant, 0, "", kv, 3, err);
+	}
+	store_db_clear(r);
+	return ret;
+}
+
+int store_token_admin_revoke(PGconn *c, const char *scope, int64_t id, struct mu_error *err)
+{
+	struct token_revoke tr = { scope, id };
+	return store_db_tx(c, NULL, 0, token_revoke_tx, &tr, err);
+}

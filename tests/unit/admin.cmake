@@ -1,0 +1,7 @@
+# API-ADMIN: the pure admin codecs (api/codec_admin.c).
+if(TARGET muster_api_codec)
+  pkg_check_modules(MU_ADMIN_CMOCKA REQUIRED IMPORTED_TARGET cmocka)
+  add_executable(test_codec_admin ${CMAKE_CURRENT_LIST_DIR}/admin/test_codec_admin.c)
+  target_link_libraries(test_codec_admin muster_api_codec PkgConfig::MU_ADMIN_CMOCKA)
+  add_test(NAME unit.codec_admin COMMAND test_codec_admin)
+endif()
