@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+"""The route table and the OpenAPI spec agree, and the spec checks itself.
+
+- every REST_ROUTE row of api/routes.def is an operation of openapi/muster.yaml
+  (method + path) and every operation of the spec has a row; operations marked
+  `x-muster-issue: 4` may lack a row until the scheduler's issue lands;
+- a REST_PUBLIC route is `security: []` in the spec and the other way round;
+  an authenticated operation declares 401, one closed to some role 403;
+- every example in the spec validates against its schema;
+- the Problem `type` list is exactly common/error.h's slug table;
+- every error response is application/problem+json with the Problem schema;
+- every request object schema refuses unknown fields;
+- the JSON the build embeds (MUSTER_BUILD_DIR/openapi/openapi.json) is the YAML.
+No server needed.
+"""
+import json
+import os
+import sys
+import unittest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+sys.path.insert(0, os.path.join(ROOT, 'openapi'))
+import spec_check  # noqa: E402
+
+SPEC = spec_check.Spec.load()
+ROUTES = spec_check.read_routes(os.path.join(ROOT, 'api', 'routes.def'))
+ALL_ROLES = ('REST_ANYONE',)
+# While the API engineers are still adding rows, a spec operation without a
+# route skips (exit 77, naming them) instead of failing. Flip to True once
+# routes.def is complete so a spec-only operation fails CTest.
+STRICT_ROUTES = False
+SKIPPED = []
+
+
+class RoutesAgree(unittest.TestCase):
+    def test_every_route_is_in_the_spec(self):
+        missing = []
+        for method, pattern, roles in ROUTES:
+            op = next((o for o in SPEC.ops if o.method == method and o.template == pattern), None)
+            if op is None:
+                missing.append('%s %s' % (method, pattern))
+        self.assertEqual(missing, [], 'routes.def rows missing from openapi/muster.yaml')
+
+    def test_every_operation_has_a_route(self):
+        rows = {(m, p) for m, p, _ in ROUTES}
+        missing = [o.id + ' (%s %s)' % (o.method, o.template) for o in SPEC.ops
+                   if (o.method, o.template) not in rows and o.issue is None]
+        if missing and not STRICT_ROUTES:
+            SKIPPED.append('spec operations without a routes.def row yet: ' + ', '.join(missing))
+            self.skipTest(SKIPPED[-1])
+        self.assertEqual(missing, [], 'spec operations without a routes.def row')
+        later = [o.id for o in SPEC.ops if (o.method, o.template) not in rows and o.issue is not None]
+        if later:
+            print('planned (x-muster-issue), no route yet: %s' % ', '.join(later))
+
+    def test_no_duplicate_routes(self):
+        seen = [(m, p) for m, p, _ in ROUTES]
+        self.assertEqual(len(seen), len(set(seen)), 'duplicate routes.def rows')
+
+    def test_auth_agrees(self):
+        bad = []
+        for method, pattern, roles in ROUTES:
+            op = next((o for o in SPEC.ops if o.method == method and o.template == pattern), None)
+            if op is None:
+                continue
+            public = roles.split('|')[0].strip() == 'REST_PUBLIC'
+            if public != op.public:
+                bad.append('%s: route %s but spec security %s' % (op.id, roles, op.op.get('security')))
+            codes = op.op.get('responses', {})
+            if not public and '401' not in codes:
+                bad.append('%s: authenticated but no 401 declared' % op.id)
+            if not public and roles.split('|')[0].strip() not in ALL_ROLES and '403' not in codes:
+                bad.append('%s: closed to some roles (%s) but no 403 declared' % (op.id, roles))
+        self.assertEqual(bad, [])
+
+
+class SpecSelfCheck(unittest.TestCase):
+    def test_examples_validate(self):
+        bad = []
+        for where, schema, value in SPEC.examples():
+            errs = SPEC.schema_errors(schema, value)
+            if errs:
+                bad.append('%s: %s' % (where, errs))
+        self.assertEqual(bad, [])
+        self.assertGreater(len(SPEC.examples()), 40)
+
+    def test_every_operation_has_an_example(self):
+        bad = []
+        for op in SPEC.ops:
+            ok = [c for c, r in op.op['responses'].items() if c.startswith('2')]
+            for code in ok:
+                for ct, media in op.op['responses'][code].get('content', {}).items():
+                    if not media.get('examples'):
+                        bad.append('%s %s %s' % (op.id, code, ct))
+            body = op.op.get('requestBody')
+            for ct, media in (body or {}).get('content', {}).items():
+                if not media.get('examples'):
+                    bad.append('%s request %s' % (op.id, ct))
+        self.assertEqual(bad, [])
+
+    def test_problem_slugs_are_error_h(self):
+        slugs = spec_check.read_error_slugs(os.path.join(ROOT, 'common', 'error.h'))
+        self.assertGreater(len(slugs), 10)
+        self.assertEqual(sorted(SPEC.problem_slugs()), sorted(slugs))
+        pattern = SPEC.doc['components']['schemas']['Problem']['properties']['type']['pattern']
+        for s in slugs:
+            self.assertIn('|%s|' % s, '|' + pattern.split('(')[1].split(')')[0] + '|')
+
+    def test_errors_are_problems(self):
+        problem = SPEC.doc['components']['schemas']['Problem']
+        bad = []
+        for op in SPEC.ops:
+            for code, resp in op.op['responses'].items():
+                if code[0] in '45':
+                    content = resp.get('content', {})
+                    if list(content) != ['application/problem+json'] or \
+                            content['application/problem+json'].get('schema') != problem:
+                        bad.append('%s %s' % (op.id, code))
+        self.assertEqual(bad, [])
+
+    def test_request_objects_are_closed(self):
+        bad = []
+
+        def walk(where, s):
+            if isinstance(s, dict):
+                if s.get('type') == 'object' or 'properties' in s:
+                    if 'properties' in s and s.get('additionalProperties') is not False:
+                        bad.append(where)
+                for k, v in s.items():
+                    walk(where + '/' + k, v)
+            elif isinstance(s, list):
+                for i, v in enumerate(s):
+                    walk('%s/%d' % (where, i), v)
+        for op in SPEC.ops:
+            schema = op.request_schema()
+            if schema:
+                walk(op.id, schema)
+        self.assertEqual(bad, [])
+
+    def test_operation_ids_unique(self):
+        ids = [o.id for o in SPEC.ops]
+        self.assertEqual(len(ids), len(set(ids)))
+
+    def test_embedded_json_is_the_yaml(self):
+        build = os.environ.get('MUSTER_BUILD_DIR')
+        if not build:
+            self.skipTest('MUSTER_BUILD_DIR not set')
+        path = os.path.join(build, 'openapi', 'openapi.json')
+        with open(path, 'rb') as f:
+            self.assertEqual(json.loads(f.read().decode('utf-8')), SPEC.doc)
+
+
+if __name__ == '__main__':
+    result = unittest.main(verbosity=2, exit=False).result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    if SKIPPED:
+        print('SKIP (exit 77): ' + '; '.join(SKIPPED))
+        sys.exit(77)
