@@ -1,6 +1,7 @@
 /* Jobs: submit (sbatch), queue (squeue), show (scontrol show job), cancel (scancel), explain. */
 #include "cmd.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -170,8 +171,12 @@ int cmd_queue(struct cli_global *g, int argc, char **argv)
 	ret = cli_session_open(&sess, &q.g);
 	if (ret)
 		goto out_release;
-	if (q.states)
-		path = query_append(path, &sess, "state", q.states);
+	if (q.states) {
+		/* Canonical names joined by ',' need no escaping; keep them readable. */
+		char *n = mu_asprintf("%s?state=%s", path, q.states);
+		mu_free(path);
+		path = n;
+	}
 	if (q.tenant)
 		path = query_append(path, &sess, "tenant", q.tenant);
 	if (q.user)
@@ -252,6 +257,37 @@ static void show_deps(const json_t *deps)
 		       (long long)json_integer_value(json_object_get(d, "job_id")));
 }
 
+/* argv joined as a shell would read it back: plain words bare, others single-quoted. */
+static void show_command(const json_t *argv)
+{
+	size_t i;
+	json_t *a;
+
+	printf(" Command=");
+	json_array_foreach(argv, i, a) {
+		const char *s = json_string_value(a);
+		bool plain = s && *s;
+
+		for (const char *p = s; plain && *p; p++)
+			if (!isalnum((unsigned char)*p) && !strchr("-_./=:,+@%", *p))
+				plain = false;
+		if (i)
+			putchar(' ');
+		if (plain) {
+			fputs(s, stdout);
+			continue;
+		}
+		putchar('\'');
+		for (const char *p = s ? s : ""; *p; p++) {
+			if (*p == '\'')
+				fputs("'\\''", stdout);
+			else
+				putchar(*p);
+		}
+		putchar('\'');
+	}
+}
+
 static void show_job(const json_t *job)
 {
 	const json_t *topo = json_object_get(job, "topology");
@@ -299,7 +335,7 @@ static void show_job(const json_t *job)
 	kv_time("StartTime", json_object_get(job, "started_at"), "Unknown");
 	kv_time("EndTime", json_object_get(job, "ended_at"), "Unknown");
 	printf("\n  ");
-	kv("Command", json_object_get(job, "command"), "");
+	show_command(json_object_get(job, "command"));
 	printf("\n  ");
 	kv("WorkDir", json_object_get(job, "workdir"), "(null)");
 	printf("\n  ");
