@@ -1,0 +1,101 @@
+/* cycle.c - one leader cycle. See cycle.h. */
+#include "cycle.h"
+
+#include <inttypes.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "sched.h"
+#include "snapshot.h"
+
+double scheduler_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_opts *o,
+			struct store_sched_stats *st, struct mu_error *err)
+{
+	struct store_sched_settings set;
+	struct store_sched_snap db = { 0 };
+	struct scheduler_snap snap = { 0 };
+	struct sched_decisions dec;
+	struct scheduler_decisions out = { 0 };
+	int down = 0, timeouts = 0, expired = 0, ended = 0, running = 0, started = 0;
+	double t0 = scheduler_now_ms(), t1, t2, t3;
+	int ret;
+
+	sched_decisions_init(&dec);
+	memset(st, 0, sizeof(*st));
+	ret = store_sched_cycle_begin(c, epoch, err);
+	if (ret)
+		return ret;
+	ret = store_sched_settings_load(c, &set, err);
+	if (!ret)
+		ret = store_sched_mark_down(c, set.heartbeat_timeout, &down, err);
+	if (!ret)
+		ret = store_sched_timeouts(c, &timeouts, err);
+	if (!ret)
+		ret = store_sched_expire_stops(c, o->stop_margin_s, &expired, err);
+	if (!ret)
+		ret = store_sched_finish_runs(c, set.half_life, &ended, err);
+	if (!ret)
+		ret = store_sched_sync_running(c, &running, err);
+	if (ret)
+		goto out_rollback;
+
+	t1 = scheduler_now_ms();
+	ret = store_sched_snap_load(c, &db, err);
+	if (ret)
+		goto out_rollback;
+	t2 = scheduler_now_ms();
+	ret = scheduler_snap_build(&db, &snap, err);
+	if (ret)
+		goto out_rollback;
+	if (sched_cycle(&snap.core, &dec)) {
+		ret = mu_error_set(err, MU_EINTERNAL, "", "policy core refused the snapshot: %s", dec.error);
+		goto out_rollback;
+	}
+	scheduler_decisions_from_core(&snap, &dec, &out);
+	if (out.dropped)
+		mu_err("epoch=%" PRId64 " policy core granted %zu starts short of GPUs; not written", epoch,
+		       out.dropped);
+	t3 = scheduler_now_ms();
+	ret = store_sched_apply(c, epoch, &out.db, &started, err);
+	if (ret)
+		goto out_rollback;
+
+	st->load_ms = t2 - t1;
+	st->commit_ms = scheduler_now_ms() - t3;
+	st->pending = (int)db.njobs - started;
+	st->running = (int)db.nruns + started;
+	st->started = started;
+	st->preempted = (int)out.db.npreempt;
+	st->ended = ended;
+	st->cycle_ms = scheduler_now_ms() - t0;
+	ret = store_sched_record_cycle(c, st, err);
+	if (ret)
+		goto out_rollback;
+	ret = store_sched_cycle_commit(c, err);
+	st->cycle_ms = scheduler_now_ms() - t0;
+	if (ret)
+		goto out;
+	if (started || ended || down || timeouts || expired || out.db.npreempt || out.db.nfail_jobs)
+		mu_info("epoch=%" PRId64 " cycle: started=%d ended=%d preempted=%zu timeouts=%d"
+			" stop_expired=%d nodes_down=%d failed=%zu pending=%d running=%d"
+			" load_ms=%.1f core_ms=%.1f total_ms=%.1f",
+			epoch, started, ended, out.db.npreempt, timeouts, expired, down, out.db.nfail_jobs,
+			st->pending, st->running, st->load_ms, t3 - t2, st->cycle_ms);
+	goto out;
+out_rollback:
+	store_sched_cycle_rollback(c);
+out:
+	scheduler_decisions_release(&out);
+	sched_decisions_release(&dec);
+	scheduler_snap_release(&snap);
+	store_sched_snap_release(&db);
+	return ret;
+}

@@ -1,0 +1,270 @@
+/*
+ * muster-scheduler: leader election with fencing and the event-driven loop.
+ *
+ * Every replica connects with application_name muster-scheduler:<host>:<pid>
+ * and competes for the leader lock (store_sched.h). A standby polls the lock
+ * and the lease; when the lease is older than settings.lease_timeout it
+ * terminates the stale leader's session and takes over. The leader runs a
+ * cycle on every NOTIFY muster_sched (bursts coalesce: one cycle serves all
+ * notifications that arrived before it) and on every tick, and renews the
+ * lease at least every second. A leader that cannot renew within the lease
+ * timeout by its own clock steps down before writing anything else.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "config.h"
+#include "cycle.h"
+#include "db.h"
+#include "log.h"
+#include "migrate.h"
+#include "store_sched.h"
+
+static char *db_url;
+static char *log_level;
+static long long tick_ms;
+static long long poll_ms;
+static long long stop_margin_ms;
+static bool migrate;
+static long long max_cycles;
+
+static const struct mu_opt opts[] = {
+	{ "db", "MUSTER_DATABASE_URL", MU_OPT_STR, "", "PostgreSQL URL (libpq URI or key=value)", &db_url },
+	{ "tick", "MUSTER_SCHED_TICK", MU_OPT_DURATION, "1s",
+	  "cycle at least this often for time-based work (time limits, heartbeats)", &tick_ms },
+	{ "standby-poll", "MUSTER_SCHED_STANDBY_POLL", MU_OPT_DURATION, "200ms",
+	  "how often a standby checks the leader lock and lease", &poll_ms },
+	{ "stop-margin", "MUSTER_SCHED_STOP_MARGIN", MU_OPT_DURATION, "5s",
+	  "after a stop's grace period, wait this long for agents before ending the run", &stop_margin_ms },
+	{ "migrate", "MUSTER_MIGRATE", MU_OPT_BOOL, "true", "apply pending schema migrations at start",
+	  &migrate },
+	{ "max-cycles", NULL, MU_OPT_INT, "0", "exit after this many cycles as leader (0 = run forever; benchmarks)",
+	  &max_cycles },
+	{ "log-level", "MUSTER_LOG_LEVEL", MU_OPT_STR, "info", "debug|info|warn|error", &log_level },
+};
+
+static volatile sig_atomic_t stopping;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * Standby: returns 0 once this session leads (*epoch set), MU_EUNAVAIL when
+ * the session broke, or 1 when asked to stop.
+ */
+static int standby(PGconn *c, const char *holder, int64_t *epoch)
+{
+	struct mu_error err = { 0 };
+	double mismatch_since = 0;
+	int last_seen_pid = -1;
+
+	for (;;) {
+		struct store_sched_lease l;
+		bool leader = false, done = false;
+		int n = 0, ret;
+
+		if (stopping)
+			return 1;
+		ret = store_sched_try_lead(c, holder, &leader, epoch, &err);
+		if (ret)
+			goto fail;
+		if (leader)
+			return 0;
+		ret = store_sched_lease_get(c, &l, &err);
+		if (ret)
+			goto fail;
+		if (l.lock_pid != last_seen_pid) {
+			mu_info("standby: leader is %s (backend pid %d, epoch %" PRId64 ")",
+				l.holder[0] ? l.holder : "?", l.lock_pid, l.epoch);
+			last_seen_pid = l.lock_pid;
+		}
+		/* A lock holder whose lease does not name it is a leader that
+		 * has just taken the lock and not yet stamped the lease: give it
+		 * a full lease period of our own clock before fencing it too. */
+		bool stale = false;
+		if (l.lock_pid && l.lock_pid == l.lease_pid) {
+			mismatch_since = 0;
+			stale = l.age_s > (double)l.lease_timeout;
+		} else if (l.lock_pid) {
+			if (!mismatch_since)
+				mismatch_since = scheduler_now_ms();
+			stale = scheduler_now_ms() - mismatch_since > l.lease_timeout * 1000.0;
+		} else {
+			mismatch_since = 0;
+		}
+		if (stale) {
+			ret = store_sched_terminate(c, l.lock_pid, &done, &err);
+			if (ret)
+				goto fail;
+			if (done)
+				mu_warn("standby: fenced stale leader %s (backend pid %d, epoch %" PRId64
+					", lease %.1f s old > %d s): session terminated",
+					l.holder, l.lock_pid, l.epoch, l.age_s, l.lease_timeout);
+			mismatch_since = 0;
+			/* The backend exits within milliseconds; retry the lock soon. */
+			for (int i = 0; i < 50 && !stopping; i++) {
+				ret = store_sched_try_lead(c, holder, &leader, epoch, &err);
+				if (ret)
+					goto fail;
+				if (leader)
+					return 0;
+				sleep_ms(10);
+			}
+			continue;
+		}
+		ret = store_sched_wait(c, (int)poll_ms, &n);
+		if (ret)
+			return MU_EUNAVAIL;
+		continue;
+fail:
+		mu_warn("standby: %s", err.msg);
+		return store_db_ok(c) ? ret : MU_EUNAVAIL;
+	}
+}
+
+/* Leader: returns when leadership or the session is lost, or on stop. */
+static int lead(PGconn *c, int64_t epoch, const struct scheduler_cycle_opts *co, long long *cycles)
+{
+	struct mu_error err = { 0 };
+	double last_renew = scheduler_now_ms(), last_cycle = 0;
+	int wake = 1; /* a new leader cycles at once: a takeover must not wait */
+	int lease_timeout_ms = 3000;
+	struct store_sched_lease l;
+
+	if (!store_sched_lease_get(c, &l, &err))
+		lease_timeout_ms = l.lease_timeout * 1000;
+	mu_info("leader: epoch=%" PRId64 " (lease timeout %d ms)", epoch, lease_timeout_ms);
+	for (;;) {
+		double now = scheduler_now_ms();
+		int ret = 0;
+
+		if (stopping)
+			return 1;
+		/* Our own clock says the lease may have expired (e.g. we were
+		 * stopped): a standby may lead already. Never write again on
+		 * this session. */
+		if (now - last_renew > lease_timeout_ms) {
+			mu_warn("leader: epoch=%" PRId64 " lease not renewed for %.0f ms; stepping down", epoch,
+				now - last_renew);
+			return MU_ENOTLEADER;
+		}
+		if (wake || now - last_cycle >= (double)tick_ms) {
+			struct store_sched_stats st;
+			wake = 0;
+			last_cycle = now;
+			ret = scheduler_cycle_run(c, epoch, co, &st, &err);
+			if (!ret || ret != MU_ENOTLEADER)
+				last_renew = ret == MU_EUNAVAIL ? last_renew : now;
+			if (!ret)
+				(*cycles)++;
+			if (!ret && max_cycles && *cycles >= max_cycles)
+				return 1;
+		} else if (now - last_renew >= 1000) {
+			ret = store_sched_renew(c, epoch, &err);
+			if (!ret)
+				last_renew = now;
+		}
+		if (ret == MU_ENOTLEADER) {
+			mu_warn("leader: epoch=%" PRId64 " fenced: %s; stepping down", epoch, err.msg);
+			return ret;
+		}
+		if (ret == MU_EUNAVAIL || !store_db_ok(c)) {
+			mu_warn("leader: epoch=%" PRId64 " database session lost: %s", epoch, err.msg);
+			return MU_EUNAVAIL;
+		}
+		if (ret)
+			mu_err("leader: epoch=%" PRId64 " cycle rolled back: %s", epoch, err.msg);
+
+		double next = last_cycle + (double)tick_ms;
+		if (last_renew + 1000 < next)
+			next = last_renew + 1000;
+		int timeout = (int)(next - scheduler_now_ms());
+		if (timeout < 0)
+			timeout = 0;
+		if (store_sched_wait(c, timeout, &wake))
+			return MU_EUNAVAIL;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct mu_error err = { 0 };
+	char host[128] = "localhost", holder[200];
+	struct scheduler_cycle_opts co;
+	long long cycles = 0;
+	int backoff_ms = 100, ret;
+
+	mu_log_set_prog("muster-scheduler");
+	if (mu_config_parse(opts, sizeof(opts) / sizeof(opts[0]), argc, argv,
+			    "The muster scheduler: one leader among any number of replicas.", &err) < 0)
+		return 2;
+	if (mu_log_set_level_name(log_level)) {
+		fprintf(stderr, "muster-scheduler: bad --log-level %s\n", log_level);
+		return 2;
+	}
+	gethostname(host, sizeof(host) - 1);
+	snprintf(holder, sizeof(holder), "muster-scheduler:%s:%d", host, (int)getpid());
+	co.stop_margin_s = (int)(stop_margin_ms / 1000);
+
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	while (!stopping) {
+		PGconn *c = store_db_connect(db_url, holder, &err);
+		int64_t epoch = 0;
+
+		if (!c) {
+			mu_warn("%s; retrying in %d ms", err.msg, backoff_ms);
+			sleep_ms(backoff_ms);
+			backoff_ms = backoff_ms < 1000 ? backoff_ms * 2 : 1000;
+			continue;
+		}
+		backoff_ms = 100;
+		if (migrate && store_migrate(c, &err)) {
+			mu_err("migrations: %s", err.msg);
+			store_db_close(c);
+			if (err.code == MU_ESTATE)
+				return 1;
+			sleep_ms(1000);
+			continue;
+		}
+		if (store_sched_listen(c, &err)) {
+			mu_warn("LISTEN: %s", err.msg);
+			store_db_close(c);
+			continue;
+		}
+		mu_info("%s: standing by", holder);
+		ret = standby(c, holder, &epoch);
+		if (ret == 0)
+			ret = lead(c, epoch, &co, &cycles);
+		/* Closing the session releases the lock: a standby leads within
+		 * its poll interval. After losing leadership we start over as a
+		 * standby on a fresh session. */
+		store_db_close(c);
+		if (ret == 1)
+			break;
+		sleep_ms(ret == MU_ENOTLEADER ? 200 : 100);
+	}
+	mu_info("%s: stopped", holder);
+	mu_config_release(opts, sizeof(opts) / sizeof(opts[0]));
+	return 0;
+}

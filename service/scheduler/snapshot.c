@@ -1,0 +1,539 @@
+/* snapshot.c - database snapshot <-> policy core. See snapshot.h. */
+#include "snapshot.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+
+struct idmap {
+	int64_t id;
+	int idx;
+};
+
+static int cmp_idmap(const void *x, const void *y)
+{
+	int64_t a = ((const struct idmap *)x)->id, b = ((const struct idmap *)y)->id;
+	return (a > b) - (a < b);
+}
+
+/* Tenant ids are few and node ids sorted: a linear table would do, but a
+ * sorted map keeps 10k-node lookups cheap. */
+static int lookup(const struct idmap *m, size_t n, int64_t id)
+{
+	struct idmap key = { id, 0 };
+	const struct idmap *hit = bsearch(&key, m, n, sizeof(*m), cmp_idmap);
+	return hit ? hit->idx : -1;
+}
+
+struct ukey {
+	int tenant;
+	const char *name;
+	int idx;
+};
+
+static int cmp_ukey(const void *x, const void *y)
+{
+	const struct ukey *a = x, *b = y;
+	if (a->tenant != b->tenant)
+		return a->tenant < b->tenant ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+/* Private state hung off the public struct (kept out of the header). */
+struct snap_priv {
+	struct idmap *tenants, *nodes;
+	struct ukey *users;
+	size_t nusers;
+};
+
+static struct snap_priv *priv(const struct scheduler_snap *s)
+{
+	return s->priv;
+}
+
+int scheduler_snap_tenant(const struct scheduler_snap *s, int64_t id)
+{
+	return lookup(priv(s)->tenants, s->core.ntenants, id);
+}
+
+int scheduler_snap_node(const struct scheduler_snap *s, int64_t id)
+{
+	return lookup(priv(s)->nodes, s->core.nnodes, id);
+}
+
+int scheduler_snap_user(const struct scheduler_snap *s, int tenant, const char *name)
+{
+	struct ukey key = { tenant, name ? name : "", 0 };
+	const struct ukey *hit = bsearch(&key, priv(s)->users, priv(s)->nusers, sizeof(key), cmp_ukey);
+	return hit ? hit->idx : -1;
+}
+
+int scheduler_snap_level(const struct scheduler_snap *s, const char *name)
+{
+	if (!name || !*name)
+		return -1;
+	for (int i = 0; i < s->db->settings.nlevels; i++)
+		if (!strcmp(s->db->settings.levels[i], name))
+			return i;
+	return -1;
+}
+
+static const struct store_sched_depstate *dep_lookup(const struct store_sched_snap *db, int64_t id)
+{
+	size_t lo = 0, hi = db->ndeps;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (db->deps[mid].job_id == id)
+			return &db->deps[mid];
+		if (db->deps[mid].job_id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+int scheduler_parse_deps(const struct store_sched_snap *db, const char *text, struct sched_dep *deps,
+			 size_t cap)
+{
+	json_t *root, *it;
+	size_t i;
+	int n = 0;
+
+	if (!text || !*text || !strcmp(text, "[]"))
+		return 0;
+	root = json_loads(text, 0, NULL);
+	if (!json_is_array(root)) {
+		json_decref(root);
+		return -1;
+	}
+	json_array_foreach(root, i, it) {
+		const char *type = json_string_value(json_object_get(it, "type"));
+		json_int_t id = json_integer_value(json_object_get(it, "job_id"));
+		const struct store_sched_depstate *st;
+		struct sched_dep d = { .job_id = id };
+
+		if ((size_t)n >= cap)
+			break;
+		if (type && !strcmp(type, "afterany"))
+			d.type = SCHED_DEP_AFTERANY;
+		else if (type && !strcmp(type, "afternotok"))
+			d.type = SCHED_DEP_AFTERNOTOK;
+		else
+			d.type = SCHED_DEP_AFTEROK;
+		st = dep_lookup(db, id);
+		if (!st)
+			d.state = SCHED_DEP_MISSING;
+		else if (!strcmp(st->state, "PENDING") || !strcmp(st->state, "STARTING") ||
+			 !strcmp(st->state, "RUNNING"))
+			d.state = SCHED_DEP_ACTIVE;
+		else if (!strcmp(st->state, "COMPLETED") && st->exit_code <= 0)
+			d.state = SCHED_DEP_OK;
+		else
+			d.state = SCHED_DEP_NOTOK;
+		deps[n++] = d;
+	}
+	json_decref(root);
+	return n;
+}
+
+struct pkey {
+	const char *path;
+	int node;
+};
+
+static int cmp_pkey(const void *x, const void *y)
+{
+	const struct pkey *a = x, *b = y;
+	int c = strcmp(a->path, b->path);
+	return c ? c : (a->node > b->node) - (a->node < b->node);
+}
+
+/* Topology units per level: nodes with the same path prefix (the first
+ * level+1 components) share the index of the first such node. */
+static void build_units(const struct store_sched_snap *db, struct sched_node *nodes)
+{
+	size_t n = db->nnodes;
+	struct pkey *k = mu_calloc(n + 1, sizeof(*k));
+	char **pref = mu_calloc(n + 1, sizeof(*pref));
+
+	for (int lv = 0; lv < db->settings.nlevels && lv < SCHED_MAX_LEVELS; lv++) {
+		size_t m = 0;
+		for (size_t i = 0; i < n; i++) {
+			const char *t = db->nodes[i].topology, *e = t;
+			int comp = 0;
+			nodes[i].unit[lv] = -1;
+			if (!*t)
+				continue;
+			/* find the end of component lv */
+			for (;;) {
+				const char *slash = strchr(e, '/');
+				if (comp == lv) {
+					e = slash ? slash : e + strlen(e);
+					break;
+				}
+				if (!slash) {
+					e = NULL;
+					break;
+				}
+				e = slash + 1;
+				comp++;
+			}
+			if (!e)
+				continue;
+			pref[i] = mu_strndup(t, (size_t)(e - t));
+			k[m++] = (struct pkey){ pref[i], (int)i };
+		}
+		qsort(k, m, sizeof(*k), cmp_pkey);
+		for (size_t i = 0, first = 0; i < m; i++) {
+			if (i == 0 || strcmp(k[i].path, k[i - 1].path))
+				first = (size_t)k[i].node;
+			nodes[k[i].node].unit[lv] = (int)first;
+		}
+		for (size_t i = 0; i < n; i++) {
+			mu_free(pref[i]);
+			pref[i] = NULL;
+		}
+	}
+	for (int lv = db->settings.nlevels; lv < SCHED_MAX_LEVELS; lv++)
+		for (size_t i = 0; i < n; i++)
+			nodes[i].unit[lv] = -1;
+	mu_free(k);
+	mu_free(pref);
+}
+
+static const struct store_sched_class *class_of(const struct store_sched_snap *db, int id)
+{
+	for (size_t i = 0; i < db->nclasses; i++)
+		if (db->classes[i].id == id)
+			return &db->classes[i];
+	return NULL;
+}
+
+static void add_user(struct ukey **u, size_t *n, size_t *cap, int tenant, const char *name)
+{
+	if (tenant < 0)
+		return;
+	*u = mu_grow(*u, cap, *n + 1, sizeof(**u));
+	(*u)[(*n)++] = (struct ukey){ tenant, name ? name : "", 0 };
+}
+
+int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_snap *s, struct mu_error *err)
+{
+	struct snap_priv *p = mu_calloc(1, sizeof(*p));
+	struct sched_snapshot *c = &s->core;
+	size_t ucap = 0, nu = 0, ndeps = 0;
+	int ret = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->db = db;
+	s->priv = p;
+
+	/* settings */
+	c->now = db->settings.now;
+	c->settings.order = SCHED_ORDER_MULTIFACTOR;
+	c->settings.weight_fairshare = db->settings.weight_fairshare;
+	c->settings.weight_age = db->settings.weight_age;
+	c->settings.weight_size = db->settings.weight_size;
+	c->settings.max_age = db->settings.max_age;
+	c->settings.reservation_depth = db->settings.reservation_depth;
+	c->settings.predict = db->settings.predict_runtimes;
+	c->settings.preemption = true;
+	c->settings.nlevels = db->settings.nlevels < SCHED_MAX_LEVELS ? db->settings.nlevels : SCHED_MAX_LEVELS;
+	for (int i = 0; i < c->settings.nlevels; i++)
+		c->settings.levels[i] = db->settings.levels[i];
+
+	/* tenants: the root first (store orders it so) */
+	if (!db->ntenants || db->tenants[0].parent_id != 0) {
+		ret = mu_error_set(err, MU_EINVAL, "", "snapshot has no root tenant");
+		goto out;
+	}
+	s->tenants = mu_calloc(db->ntenants, sizeof(*s->tenants));
+	p->tenants = mu_calloc(db->ntenants, sizeof(*p->tenants));
+	for (size_t i = 0; i < db->ntenants; i++)
+		p->tenants[i] = (struct idmap){ db->tenants[i].id, (int)i };
+	qsort(p->tenants, db->ntenants, sizeof(*p->tenants), cmp_idmap);
+	c->ntenants = db->ntenants;
+	for (size_t i = 0; i < db->ntenants; i++) {
+		struct sched_tenant *t = &s->tenants[i];
+		t->name = db->tenants[i].name;
+		t->parent = i == 0 ? -1 : lookup(p->tenants, db->ntenants, db->tenants[i].parent_id);
+		t->shares = db->tenants[i].shares;
+		t->max_gpus = -1;
+		t->max_running_jobs = -1;
+	}
+	for (size_t i = 0; i < db->nquotas; i++) {
+		int t = lookup(p->tenants, db->ntenants, db->quotas[i].tenant_id);
+		if (t < 0 || db->quotas[i].gpu_model[0])
+			continue; /* per-model quotas: not modelled by the core yet */
+		s->tenants[t].guaranteed_gpus = db->quotas[i].guaranteed_gpus;
+		s->tenants[t].max_gpus = db->quotas[i].max_gpus;
+		s->tenants[t].max_running_jobs = db->quotas[i].max_running_jobs;
+	}
+	c->tenants = s->tenants;
+
+	/* users: every (tenant, user) seen in jobs, runs and usage */
+	for (size_t i = 0; i < db->njobs; i++)
+		add_user(&p->users, &nu, &ucap, lookup(p->tenants, db->ntenants, db->jobs[i].tenant_id),
+			 db->jobs[i].user);
+	for (size_t i = 0; i < db->nruns; i++)
+		add_user(&p->users, &nu, &ucap, lookup(p->tenants, db->ntenants, db->runs[i].tenant_id),
+			 db->runs[i].user);
+	for (size_t i = 0; i < db->nusage; i++)
+		if (db->usage[i].user[0])
+			add_user(&p->users, &nu, &ucap, lookup(p->tenants, db->ntenants, db->usage[i].tenant_id),
+				 db->usage[i].user);
+	if (nu)
+		qsort(p->users, nu, sizeof(*p->users), cmp_ukey);
+	{
+		size_t w = 0;
+		for (size_t i = 0; i < nu; i++)
+			if (w == 0 || cmp_ukey(&p->users[i], &p->users[w - 1]))
+				p->users[w++] = p->users[i];
+		nu = w;
+	}
+	p->nusers = nu;
+	s->users = mu_calloc(nu + 1, sizeof(*s->users));
+	for (size_t i = 0; i < nu; i++) {
+		p->users[i].idx = (int)i;
+		s->users[i] = (struct sched_user){ .name = p->users[i].name, .tenant = p->users[i].tenant,
+						   .shares = 1 };
+	}
+	for (size_t i = 0; i < db->nusage; i++) {
+		int t = lookup(p->tenants, db->ntenants, db->usage[i].tenant_id);
+		if (t < 0)
+			continue;
+		if (!db->usage[i].user[0]) {
+			s->tenants[t].usage += db->usage[i].value;
+			continue;
+		}
+		int u = scheduler_snap_user(s, t, db->usage[i].user);
+		if (u >= 0)
+			s->users[u].usage += db->usage[i].value;
+	}
+	c->nusers = nu;
+	c->users = s->users;
+
+	/* nodes */
+	s->nodes = mu_calloc(db->nnodes + 1, sizeof(*s->nodes));
+	p->nodes = mu_calloc(db->nnodes + 1, sizeof(*p->nodes));
+	for (size_t i = 0; i < db->nnodes; i++) {
+		const struct store_sched_node *dn = &db->nodes[i];
+		struct sched_node *n = &s->nodes[i];
+		p->nodes[i] = (struct idmap){ dn->id, (int)i };
+		n->name = dn->name;
+		n->gpu_model = dn->gpu_model;
+		n->gpu_count = dn->gpu_count < SCHED_MAX_GPUS ? dn->gpu_count : SCHED_MAX_GPUS;
+		n->healthy = dn->healthy_mask;
+		if (n->gpu_count < SCHED_MAX_GPUS)
+			n->healthy &= (UINT64_C(1) << n->gpu_count) - 1;
+		n->state = !dn->up ? SCHED_NODE_DOWN : dn->drain ? SCHED_NODE_DRAIN : SCHED_NODE_UP;
+	}
+	qsort(p->nodes, db->nnodes, sizeof(*p->nodes), cmp_idmap);
+	build_units(db, s->nodes);
+	c->nnodes = db->nnodes;
+	c->nodes = s->nodes;
+
+	/* runs: one sched_alloc per node of the allocation, in rank order */
+	s->runs = mu_calloc(db->nruns + 1, sizeof(*s->runs));
+	s->allocs = mu_calloc(db->nallocs + 1, sizeof(*s->allocs));
+	{
+		size_t na = 0;
+		for (size_t i = 0; i < db->nruns; i++) {
+			const struct store_sched_run *dr = &db->runs[i];
+			const struct store_sched_class *cl = class_of(db, dr->priority_class_id);
+			struct sched_run *r = &s->runs[i];
+			int t = lookup(p->tenants, db->ntenants, dr->tenant_id);
+			size_t first = na;
+			int last_rank = -1;
+
+			r->run_id = dr->id;
+			r->job_id = dr->job_id;
+			r->tenant = t < 0 ? 0 : t;
+			r->user = scheduler_snap_user(s, r->tenant, dr->user);
+			r->priority = cl ? cl->priority : 0;
+			r->preemptible = cl ? cl->preemptible : true;
+			r->grace = cl ? cl->grace_period : 30;
+			r->stopping = dr->stopping;
+			r->start = dr->start;
+			r->time_limit = dr->time_limit;
+			for (size_t k = dr->alloc_first; k < dr->alloc_first + dr->alloc_count; k++) {
+				const struct store_sched_alloc *a = &db->allocs[k];
+				int node = lookup(p->nodes, db->nnodes, a->node_id);
+				if (node < 0)
+					continue;
+				if (a->node_rank != last_rank || na == first) {
+					s->allocs[na++] = (struct sched_alloc){ .node = node };
+					last_rank = a->node_rank;
+				}
+				if (a->gpu_index >= 0 && a->gpu_index < SCHED_MAX_GPUS) {
+					s->allocs[na - 1].gpus |= UINT64_C(1) << a->gpu_index;
+					s->nodes[node].used |= UINT64_C(1) << a->gpu_index;
+				}
+			}
+			r->alloc = &s->allocs[first];
+			r->nalloc = na - first;
+		}
+	}
+	c->nruns = db->nruns;
+	c->runs = s->runs;
+
+	/* pending jobs */
+	for (size_t i = 0; i < db->njobs; i++)
+		if (strcmp(db->jobs[i].dependencies, "[]"))
+			ndeps += 100; /* the API caps dependencies at 100 per job */
+	s->deps = mu_calloc(ndeps + 1, sizeof(*s->deps));
+	s->jobs = mu_calloc(db->njobs + 1, sizeof(*s->jobs));
+	ndeps = 0;
+	for (size_t i = 0; i < db->njobs; i++) {
+		const struct store_sched_job *dj = &db->jobs[i];
+		const struct store_sched_class *cl = class_of(db, dj->priority_class_id);
+		struct sched_job *j = &s->jobs[i];
+		int t = lookup(p->tenants, db->ntenants, dj->tenant_id);
+		int nd;
+
+		j->id = dj->id;
+		j->tenant = t < 0 ? 0 : t;
+		j->user = scheduler_snap_user(s, j->tenant, dj->user);
+		j->priority = cl ? cl->priority : 0;
+		j->preemptible = cl ? cl->preemptible : true;
+		j->submit = dj->created_at;
+		j->nodes = dj->nodes;
+		j->min_nodes = dj->min_nodes < dj->nodes ? dj->min_nodes : 0;
+		j->gpus_per_node = dj->gpus_per_node;
+		j->gpu_model = dj->gpu_model;
+		j->topo_required = scheduler_snap_level(s, dj->topology_required);
+		j->topo_preferred = scheduler_snap_level(s, dj->topology_preferred);
+		j->time_limit = dj->time_limit;
+		nd = scheduler_parse_deps(db, dj->dependencies, &s->deps[ndeps], 100);
+		if (nd > 0) {
+			j->deps = &s->deps[ndeps];
+			j->ndeps = (size_t)nd;
+			ndeps += (size_t)nd;
+		}
+	}
+	c->njobs = db->njobs;
+	c->jobs = s->jobs;
+out:
+	return ret;
+}
+
+void scheduler_snap_release(struct scheduler_snap *s)
+{
+	struct snap_priv *p = priv(s);
+
+	if (p) {
+		mu_free(p->tenants);
+		mu_free(p->nodes);
+		mu_free(p->users);
+		mu_free(p);
+	}
+	mu_free(s->nodes);
+	mu_free(s->allocs);
+	mu_free(s->runs);
+	mu_free(s->jobs);
+	mu_free(s->deps);
+	mu_free(s->tenants);
+	mu_free(s->users);
+	memset(s, 0, sizeof(*s));
+}
+
+static int popcount64(uint64_t v)
+{
+	return __builtin_popcountll(v);
+}
+
+void scheduler_decisions_from_core(const struct scheduler_snap *s, const struct sched_decisions *d,
+				   struct scheduler_decisions *o)
+{
+	const struct store_sched_snap *db = s->db;
+	size_t nnode_ids = 0, ngpus = 0, np = 0, npre = 0, nfr = 0;
+
+	memset(o, 0, sizeof(*o));
+	for (size_t i = 0; i < d->nstarts; i++) {
+		nnode_ids += d->starts[i].nalloc;
+		for (size_t k = 0; k < d->starts[i].nalloc; k++)
+			ngpus += (size_t)popcount64(d->starts[i].alloc[k].gpus);
+	}
+	o->starts = mu_calloc(d->nstarts + 1, sizeof(*o->starts));
+	o->node_ids = mu_calloc(nnode_ids + 1, sizeof(*o->node_ids));
+	o->gpus = mu_calloc(ngpus + 1, sizeof(*o->gpus));
+	nnode_ids = ngpus = 0;
+	size_t ns = 0;
+	for (size_t i = 0; i < d->nstarts; i++) {
+		const struct sched_start *st = &d->starts[i];
+		const struct store_sched_job *dj = &db->jobs[st->job];
+		struct store_sched_start *x = &o->starts[ns];
+		size_t n0 = nnode_ids, g0 = ngpus;
+		bool ok = st->nalloc > 0;
+		x->job_id = st->job_id;
+		x->nnodes = (int)st->nalloc;
+		x->gpus_per_node = dj->gpus_per_node;
+		x->node_ids = &o->node_ids[nnode_ids];
+		x->gpus = &o->gpus[ngpus];
+		for (size_t k = 0; k < st->nalloc && ok; k++) {
+			o->node_ids[nnode_ids++] = db->nodes[st->alloc[k].node].id;
+			int got = 0;
+			for (int g = 0; g < SCHED_MAX_GPUS && got < dj->gpus_per_node; g++)
+				if (st->alloc[k].gpus & (UINT64_C(1) << g)) {
+					o->gpus[ngpus++] = g;
+					got++;
+				}
+			ok = got == dj->gpus_per_node;
+		}
+		if (ok) {
+			ns++;
+		} else {
+			nnode_ids = n0;
+			ngpus = g0;
+			o->dropped++;
+		}
+	}
+	o->pending = mu_calloc(d->nverdicts + 1, sizeof(*o->pending));
+	for (size_t i = 0; i < d->nverdicts && i < db->njobs; i++) {
+		const struct sched_verdict *v = &d->verdicts[i];
+		const struct store_sched_job *dj = &db->jobs[i];
+		const char *reason = sched_reason_name(v->reason);
+		int64_t ps = v->planned_start == SCHED_NEVER ? 0 : v->planned_start;
+		if (v->reason == SCHED_REASON_NONE)
+			continue; /* starts now */
+		if (!strcmp(reason, dj->pending_reason) && !strcmp(v->message, dj->pending_message) &&
+		    ps == dj->planned_start)
+			continue;
+		o->pending[np++] = (struct store_sched_pending){ dj->id, reason, v->message, ps };
+	}
+	o->fails = mu_calloc(d->nfails + 1, sizeof(*o->fails));
+	for (size_t i = 0; i < d->nfails; i++)
+		o->fails[i] = (struct store_sched_pending){ d->fails[i].job_id,
+							    sched_reason_name(d->fails[i].reason),
+							    d->fails[i].message, 0 };
+	o->preempt = mu_calloc(d->npreemptions + 1, sizeof(*o->preempt));
+	o->fail_runs = mu_calloc(d->npreemptions + d->nshrinks + 1, sizeof(*o->fail_runs));
+	for (size_t i = 0; i < d->npreemptions; i++) {
+		if (d->preemptions[i].reason == SCHED_PREEMPT_NODE_FAIL)
+			o->fail_runs[nfr++] = d->preemptions[i].run_id;
+		else
+			o->preempt[npre++] = d->preemptions[i].run_id;
+	}
+	/* Shrinking elastic runs in place is not supported by the launch path
+	 * yet: such a run is stopped and requeued like any node failure. */
+	for (size_t i = 0; i < d->nshrinks; i++)
+		o->fail_runs[nfr++] = d->shrinks[i].run_id;
+	o->db = (struct store_sched_decisions){ o->starts, ns, o->pending, np, o->preempt, npre,
+						o->fail_runs, nfr, o->fails, d->nfails };
+}
+
+void scheduler_decisions_release(struct scheduler_decisions *o)
+{
+	mu_free(o->starts);
+	mu_free(o->pending);
+	mu_free(o->fails);
+	mu_free(o->preempt);
+	mu_free(o->fail_runs);
+	mu_free(o->node_ids);
+	mu_free(o->gpus);
+	memset(o, 0, sizeof(*o));
+}

@@ -1,0 +1,258 @@
+/*
+ * store_sched.h - the scheduler's database side: leader election with
+ * fencing, the cycle transaction (time-based work, snapshot load, decision
+ * commit) and accounting.
+ *
+ * Leadership is the session-level advisory lock STORE_SCHED_LOCK_KEY held by
+ * the very session that writes every decision, plus the lease row
+ * scheduler_lease (migration 020) renewed through that session. Every cycle
+ * runs in one transaction that starts by locking the lease row *with the
+ * leader's epoch and backend pid* (store_sched_cycle_begin): a leader whose
+ * session was terminated cannot write at all, and one whose epoch was
+ * superseded finds no row and steps down.
+ *
+ * Agent contract (what the agent side, or a test by SQL, drives):
+ *   runs.state STARTING -> RUNNING (set started_at), then the run ends by
+ *   setting ended_at (+ exit_code / exit_signal) and, for a run that was not
+ *   ordered stopped, state COMPLETED or FAILED; then NOTIFY muster_sched,
+ *   'run:<id>'. For a STOPPING run (stop_reason cancel|preempt|timeout|
+ *   node_fail) setting ended_at confirms the stop. The scheduler finishes
+ *   ended runs (store_sched_finish_runs).
+ *
+ * All functions take a PGconn owned by the caller (store_db_connect). They
+ * return 0 or a negative MU_E* code; MU_EUNAVAIL means the session is gone
+ * or the server is unavailable, MU_ENOTLEADER that leadership was lost.
+ * Not thread-safe per connection.
+ */
+#ifndef STORE_SCHED_H
+#define STORE_SCHED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "db.h"
+#include "error.h"
+
+/* "muster" + 0x0020: the leader lock (session-level, never transaction-level). */
+#define STORE_SCHED_LOCK_KEY INT64_C(0x6d75737465720020)
+
+/* ---- election ---------------------------------------------------------- */
+
+/* LISTEN muster_sched on this session. */
+int store_sched_listen(PGconn *c, struct mu_error *err) __attribute__((warn_unused_result));
+
+/*
+ * Waits up to timeout_ms for the socket, consumes input and counts
+ * notifications on any channel into *n (added). Returns 0, or MU_EUNAVAIL
+ * when the connection broke.
+ */
+int store_sched_wait(PGconn *c, int timeout_ms, int *n);
+
+/*
+ * Tries the leader lock once (pg_try_advisory_lock). On success bumps the
+ * lease epoch, records holder/backend pid and sets *epoch; *leader = true.
+ * Never call it again on a session that leads (the lock is re-entrant).
+ */
+int store_sched_try_lead(PGconn *c, const char *holder, bool *leader, int64_t *epoch,
+			 struct mu_error *err) __attribute__((warn_unused_result));
+
+struct store_sched_lease {
+	int64_t epoch;
+	char holder[128];
+	int lease_pid;     /* backend pid recorded in the lease row, 0 when none */
+	int lock_pid;      /* backend pid that holds the advisory lock now, 0 when free */
+	double age_s;      /* seconds since renewed_at on the server's clock; -1 never */
+	int lease_timeout; /* settings.lease_timeout, seconds */
+};
+
+/* Reads the lease row, the lock holder and settings.lease_timeout. */
+int store_sched_lease_get(PGconn *c, struct store_sched_lease *out, struct mu_error *err)
+	__attribute__((warn_unused_result));
+
+/* pg_terminate_backend(pid) of a stale leader session. *done = true when it was terminated. */
+int store_sched_terminate(PGconn *c, int pid, bool *done, struct mu_error *err)
+	__attribute__((warn_unused_result));
+
+/*
+ * Renews the lease outside a cycle: UPDATE ... WHERE epoch = $epoch AND
+ * backend_pid = pg_backend_pid(). MU_ENOTLEADER when the row is not ours.
+ */
+int store_sched_renew(PGconn *c, int64_t epoch, struct mu_error *err)
+	__attribute__((warn_unused_result));
+
+/* ---- the cycle transaction --------------------------------------------- */
+
+/* BEGIN, then lock the lease row as ours (fence) and renew it. On
+ * MU_ENOTLEADER the transaction is rolled back. */
+int store_sched_cycle_begin(PGconn *c, int64_t epoch, struct mu_error *err)
+	__attribute__((warn_unused_result));
+int store_sched_cycle_commit(PGconn *c, struct mu_error *err) __attribute__((warn_unused_result));
+void store_sched_cycle_rollback(PGconn *c);
+
+struct store_sched_settings {
+	char levels[4][64];    /* settings.topology_levels, outermost first */
+	int nlevels;
+	int heartbeat_timeout; /* s */
+	int half_life;         /* s */
+	int reservation_depth;
+	int max_age;           /* s */
+	double weight_fairshare, weight_age, weight_size;
+	bool predict_runtimes;
+	int lease_timeout;     /* s */
+	int64_t now;           /* the transaction's now(), unix seconds */
+};
+int store_sched_settings_load(PGconn *c, struct store_sched_settings *out, struct mu_error *err)
+	__attribute__((warn_unused_result));
+
+/*
+ * Time-based and failure work, inside the cycle transaction. Each adds the
+ * count of rows it changed to *n, writes events and NOTIFYs muster_agents
+ * for nodes whose desired runs changed.
+ *   mark_down:   up nodes with last_heartbeat older than heartbeat_timeout
+ *                -> up=false (node.down); their live runs -> STOPPING node_fail
+ *   sync_running: jobs STARTING whose live run is RUNNING -> RUNNING
+ *   timeouts:    runs past started_at (or created_at) + time_limit -> STOPPING timeout
+ *   expire_stops: STOPPING runs past stop_requested_at + grace_period + margin_s
+ *                -> ended_at = now() (the scheduler ends them itself)
+ *   finish_runs: live runs with ended_at -> final state, allocations freed,
+ *                usage_records + usage_decayed, job ended or requeued
+ *                (node_fail: while retries < max_retries, retries+1;
+ *                 preempt: always), events.
+ */
+int store_sched_mark_down(PGconn *c, int heartbeat_timeout, int *n, struct mu_error *err)
+	__attribute__((warn_unused_result));
+int store_sched_sync_running(PGconn *c, int *n, struct mu_error *err) __attribute__((warn_unused_result));
+int store_sched_timeouts(PGconn *c, int *n, struct mu_error *err) __attribute__((warn_unused_result));
+int store_sched_expire_stops(PGconn *c, int margin_s, int *n, struct mu_error *err)
+	__attribute__((warn_unused_result));
+int store_sched_finish_runs(PGconn *c, int half_life, int *n, struct mu_error *err)
+	__attribute__((warn_unused_result));
+
+/* ---- snapshot ----------------------------------------------------------- */
+
+struct store_sched_node {
+	int64_t id;
+	char *name, *address, *topology, *gpu_model; /* owned by the snapshot */
+	int gpu_count;
+	bool up, drain;
+	uint64_t healthy_mask; /* bit i = GPU index i present and healthy (indices < 64) */
+};
+
+struct store_sched_alloc {
+	int64_t run_id, node_id;
+	int node_rank, gpu_index;
+};
+
+struct store_sched_run {
+	int64_t id, job_id, tenant_id;
+	char *user;
+	int priority_class_id;
+	int nodes, gpus_per_node, time_limit;
+	int64_t start; /* started_at, else created_at: unix s */
+	bool stopping;
+	size_t alloc_first, alloc_count; /* slice of snap->allocs (sorted by run, rank) */
+};
+
+struct store_sched_job {
+	int64_t id, tenant_id;
+	char *user, *gpu_model, *topology_required, *topology_preferred, *dependencies; /* deps: JSON */
+	char *pending_reason, *pending_message;
+	int priority_class_id;
+	int nodes, min_nodes, gpus_per_node, time_limit, retries;
+	int64_t created_at, planned_start; /* unix s; planned_start 0 = none */
+};
+
+struct store_sched_tenant {
+	int64_t id, parent_id; /* parent 0 for root */
+	char *name;
+	int shares;
+};
+
+struct store_sched_quota {
+	int64_t tenant_id;
+	char *gpu_model;
+	int guaranteed_gpus, max_gpus, max_running_jobs; /* -1 = no limit */
+};
+
+struct store_sched_class {
+	int id, priority, grace_period;
+	bool preemptible;
+	char *name;
+};
+
+struct store_sched_usage {
+	int64_t tenant_id;
+	char *user;
+	double value; /* decayed to the snapshot's now */
+};
+
+struct store_sched_depstate {
+	int64_t job_id;
+	char *state;
+	int exit_code; /* -1 when NULL */
+};
+
+struct store_sched_snap {
+	struct store_sched_settings settings;
+	struct store_sched_node *nodes; size_t nnodes;
+	struct store_sched_alloc *allocs; size_t nallocs;
+	struct store_sched_run *runs; size_t nruns;
+	struct store_sched_job *jobs; size_t njobs; /* PENDING, not held, by id */
+	struct store_sched_tenant *tenants; size_t ntenants;
+	struct store_sched_quota *quotas; size_t nquotas;
+	struct store_sched_class *classes; size_t nclasses;
+	struct store_sched_usage *usage; size_t nusage;
+	struct store_sched_depstate *deps; size_t ndeps; /* states of jobs named in dependencies */
+	void *mem; /* internal */
+};
+
+/* Loads everything the policy core needs, inside the cycle transaction.
+ * The snapshot owns all its memory: store_sched_snap_release frees it. */
+int store_sched_snap_load(PGconn *c, struct store_sched_snap *snap, struct mu_error *err)
+	__attribute__((warn_unused_result));
+void store_sched_snap_release(struct store_sched_snap *snap);
+
+/* ---- decisions ------------------------------------------------------------ */
+
+struct store_sched_start {
+	int64_t job_id;
+	int nnodes, gpus_per_node; /* time limit and grace period come from the job and its class */
+	const int64_t *node_ids; /* borrowed: nnodes, index = rank */
+	const int *gpus;         /* borrowed: nnodes * gpus_per_node, rank-major */
+};
+
+struct store_sched_pending {
+	int64_t job_id;
+	const char *reason, *message; /* borrowed */
+	int64_t planned_start;        /* unix s, 0 = none */
+};
+
+struct store_sched_decisions {
+	const struct store_sched_start *starts; size_t nstarts;
+	const struct store_sched_pending *pending; size_t npending; /* only changed ones */
+	const int64_t *preempt_runs; size_t npreempt; /* -> STOPPING, stop_reason preempt */
+	const int64_t *fail_runs; size_t nfail_runs;  /* -> STOPPING, stop_reason node_fail */
+	const struct store_sched_pending *fail_jobs; size_t nfail_jobs; /* PENDING -> FAILED
+	                                               (e.g. DependencyNeverSatisfied) */
+};
+
+/*
+ * Writes one cycle's decisions inside the cycle transaction: runs (epoch
+ * stamped) + run_allocations with ranks, master_addr (rank 0's address) and
+ * master_port, jobs -> STARTING, pending reasons, preemption orders (runs ->
+ * STOPPING, stop_reason preempt or node_fail), jobs that can never run ->
+ * FAILED, events, NOTIFY muster_agents per node.
+ * A job no longer PENDING (cancelled meanwhile) is skipped. *started gets
+ * the number of runs created.
+ */
+int store_sched_apply(PGconn *c, int64_t epoch, const struct store_sched_decisions *d, int *started,
+		      struct mu_error *err) __attribute__((warn_unused_result));
+
+struct store_sched_stats {
+	double cycle_ms, load_ms, commit_ms;
+	int pending, running, started, preempted, ended;
+};
+int store_sched_record_cycle(PGconn *c, const struct store_sched_stats *st, struct mu_error *err)
+	__attribute__((warn_unused_result));
+
+#endif

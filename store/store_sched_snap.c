@@ -1,0 +1,593 @@
+/* store_sched_snap.c - the scheduler's snapshot load and decision commit.
+ * See store_sched.h. */
+#include "store_sched.h"
+
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "log.h"
+
+/* ---- a growable text buffer for array parameters ------------------------- */
+
+struct sbuf {
+	char *p;
+	size_t len, cap;
+};
+
+static void sb_putn(struct sbuf *b, const char *s, size_t n)
+{
+	b->p = mu_grow(b->p, &b->cap, b->len + n + 1, 1);
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void sb_int(struct sbuf *b, int64_t v)
+{
+	char t[32];
+	int n = snprintf(t, sizeof(t), "%s%" PRId64, b->len > 1 ? "," : "", v);
+	sb_putn(b, t, (size_t)n);
+}
+
+/* Appends one element of a text[] literal, quoted and escaped. */
+static void sb_text(struct sbuf *b, const char *s)
+{
+	if (b->len > 1)
+		sb_putn(b, ",", 1);
+	sb_putn(b, "\"", 1);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			sb_putn(b, "\\", 1);
+		sb_putn(b, s, 1);
+	}
+	sb_putn(b, "\"", 1);
+}
+
+static void sb_open(struct sbuf *b)
+{
+	b->len = 0;
+	sb_putn(b, "{", 1);
+}
+
+static void sb_close(struct sbuf *b)
+{
+	sb_putn(b, "}", 1);
+}
+
+/* ---- snapshot -------------------------------------------------------------- */
+
+static char *dup(struct mu_arena *a, const PGresult *r, int row, int col)
+{
+	return mu_arena_strdup(a, store_db_get(r, row, col));
+}
+
+static int geti(const PGresult *r, int row, int col)
+{
+	return (int)store_db_get_int64(r, row, col);
+}
+
+static int64_t getl(const PGresult *r, int row, int col)
+{
+	return store_db_get_int64(r, row, col);
+}
+
+static int load_nodes(PGconn *c, struct store_sched_snap *s, struct mu_arena *a, struct mu_error *err)
+{
+	PGresult *r = NULL;
+	int ret = store_db_exec(c,
+				"SELECT n.id, n.name, n.address, n.topology, n.gpu_model, n.gpu_count, n.up,"
+				" n.drain, coalesce((SELECT array_agg(g.idx ORDER BY g.idx)::text FROM gpus g"
+				"   WHERE g.node_id = n.id AND g.healthy AND g.idx < 64), ''),"
+				" EXISTS (SELECT 1 FROM gpus g WHERE g.node_id = n.id)"
+				" FROM nodes n ORDER BY n.id",
+				0, NULL, &r, err);
+	if (ret)
+		goto out;
+	s->nnodes = (size_t)store_db_nrows(r);
+	s->nodes = mu_arena_alloc(a, s->nnodes * sizeof(*s->nodes) + 1);
+	for (size_t i = 0; i < s->nnodes; i++) {
+		struct store_sched_node *n = &s->nodes[i];
+		int row = (int)i;
+		n->id = getl(r, row, 0);
+		n->name = dup(a, r, row, 1);
+		n->address = dup(a, r, row, 2);
+		n->topology = dup(a, r, row, 3);
+		n->gpu_model = dup(a, r, row, 4);
+		n->gpu_count = geti(r, row, 5);
+		n->up = store_db_get_bool(r, row, 6);
+		n->drain = store_db_get_bool(r, row, 7);
+		if (!store_db_get_bool(r, row, 9)) {
+			/* No GPU rows (registered before its agent reported):
+			 * trust gpu_count. */
+			int k = n->gpu_count < 64 ? n->gpu_count : 64;
+			n->healthy_mask = k == 64 ? UINT64_MAX : ((UINT64_C(1) << k) - 1);
+		} else {
+			const char *v = store_db_get(r, row, 8);
+			char *end;
+			while (*v) {
+				long idx = strtol(v, &end, 10);
+				if (end == v) {
+					v++;
+					continue;
+				}
+				if (idx >= 0 && idx < 64)
+					n->healthy_mask |= UINT64_C(1) << idx;
+				v = end;
+			}
+		}
+	}
+out:
+	store_db_clear(r);
+	return ret;
+}
+
+static int load_runs(PGconn *c, struct store_sched_snap *s, struct mu_arena *a, struct mu_error *err)
+{
+	PGresult *r = NULL;
+	size_t k = 0;
+	int ret = store_db_exec(c,
+				"SELECT run_id, node_id, node_rank, gpu_index FROM run_allocations WHERE live"
+				" ORDER BY run_id, node_rank, gpu_index",
+				0, NULL, &r, err);
+	if (ret)
+		goto out;
+	s->nallocs = (size_t)store_db_nrows(r);
+	s->allocs = mu_arena_alloc(a, s->nallocs * sizeof(*s->allocs) + 1);
+	for (size_t i = 0; i < s->nallocs; i++) {
+		s->allocs[i] = (struct store_sched_alloc){ getl(r, (int)i, 0), getl(r, (int)i, 1),
+							   geti(r, (int)i, 2), geti(r, (int)i, 3) };
+	}
+	store_db_clear(r);
+	r = NULL;
+	ret = store_db_exec(c,
+			    "SELECT r.id, r.job_id, j.tenant_id, j.user_name, j.priority_class_id, r.nodes,"
+			    " r.gpus_per_node, r.time_limit,"
+			    " extract(epoch FROM coalesce(r.started_at, r.created_at))::bigint,"
+			    " r.state = 'STOPPING'"
+			    " FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.live ORDER BY r.id",
+			    0, NULL, &r, err);
+	if (ret)
+		goto out;
+	s->nruns = (size_t)store_db_nrows(r);
+	s->runs = mu_arena_alloc(a, s->nruns * sizeof(*s->runs) + 1);
+	for (size_t i = 0; i < s->nruns; i++) {
+		struct store_sched_run *x = &s->runs[i];
+		int row = (int)i;
+		x->id = getl(r, row, 0);
+		x->job_id = getl(r, row, 1);
+		x->tenant_id = getl(r, row, 2);
+		x->user = dup(a, r, row, 3);
+		x->priority_class_id = geti(r, row, 4);
+		x->nodes = geti(r, row, 5);
+		x->gpus_per_node = geti(r, row, 6);
+		x->time_limit = geti(r, row, 7);
+		x->start = getl(r, row, 8);
+		x->stopping = store_db_get_bool(r, row, 9);
+		/* Both lists are sorted by run id: merge. */
+		while (k < s->nallocs && s->allocs[k].run_id < x->id)
+			k++;
+		x->alloc_first = k;
+		while (k < s->nallocs && s->allocs[k].run_id == x->id)
+			k++;
+		x->alloc_count = k - x->alloc_first;
+	}
+out:
+	store_db_clear(r);
+	return ret;
+}
+
+static int load_jobs(PGconn *c, struct store_sched_snap *s, struct mu_arena *a, struct mu_error *err)
+{
+	PGresult *r = NULL;
+	int ret = store_db_exec(c,
+				"SELECT id, tenant_id, user_name, gpu_model, topology_required,"
+				" topology_preferred, dependencies::text, pending_reason, pending_message,"
+				" priority_class_id, nodes, coalesce(min_nodes, nodes), gpus_per_node,"
+				" time_limit, retries, extract(epoch FROM created_at)::bigint,"
+				" coalesce(extract(epoch FROM planned_start)::bigint, 0)"
+				" FROM jobs WHERE state = 'PENDING' AND NOT held ORDER BY id",
+				0, NULL, &r, err);
+	if (ret)
+		goto out;
+	s->njobs = (size_t)store_db_nrows(r);
+	s->jobs = mu_arena_alloc(a, s->njobs * sizeof(*s->jobs) + 1);
+	for (size_t i = 0; i < s->njobs; i++) {
+		struct store_sched_job *j = &s->jobs[i];
+		int row = (int)i;
+		j->id = getl(r, row, 0);
+		j->tenant_id = getl(r, row, 1);
+		j->user = dup(a, r, row, 2);
+		j->gpu_model = dup(a, r, row, 3);
+		j->topology_required = dup(a, r, row, 4);
+		j->topology_preferred = dup(a, r, row, 5);
+		j->dependencies = dup(a, r, row, 6);
+		j->pending_reason = dup(a, r, row, 7);
+		j->pending_message = dup(a, r, row, 8);
+		j->priority_class_id = geti(r, row, 9);
+		j->nodes = geti(r, row, 10);
+		j->min_nodes = geti(r, row, 11);
+		j->gpus_per_node = geti(r, row, 12);
+		j->time_limit = geti(r, row, 13);
+		j->retries = geti(r, row, 14);
+		j->created_at = getl(r, row, 15);
+		j->planned_start = getl(r, row, 16);
+	}
+out:
+	store_db_clear(r);
+	return ret;
+}
+
+static int load_policy(PGconn *c, struct store_sched_snap *s, struct mu_arena *a, struct mu_error *err)
+{
+	PGresult *r = NULL;
+	char hl[16];
+	const char *p[1] = { hl };
+	int ret = store_db_exec(c, "SELECT id, coalesce(parent_id, 0), name, shares FROM tenants"
+				" ORDER BY parent_id IS NOT NULL, id",
+				0, NULL, &r, err);
+	if (ret)
+		goto out;
+	s->ntenants = (size_t)store_db_nrows(r);
+	s->tenants = mu_arena_alloc(a, s->ntenants * sizeof(*s->tenants) + 1);
+	for (size_t i = 0; i < s->ntenants; i++)
+		s->tenants[i] = (struct store_sched_tenant){ getl(r, (int)i, 0), getl(r, (int)i, 1),
+							     dup(a, r, (int)i, 2), geti(r, (int)i, 3) };
+	store_db_clear(r);
+	r = NULL;
+
+	ret = store_db_exec(c,
+			    "SELECT tenant_id, gpu_model, guaranteed_gpus, coalesce(max_gpus, -1),"
+			    " coalesce(max_running_jobs, -1) FROM quotas ORDER BY tenant_id, gpu_model",
+			    0, NULL, &r, err);
+	if (ret)
+		goto out;
+	s->nquotas = (size_t)store_db_nrows(r);
+	s->quotas = mu_arena_alloc(a, s->nquotas * sizeof(*s->quotas) + 1);
+	for (size_t i = 0; i < s->nquotas; i++)
+		s->quotas[i] = (struct store_sched_quota){ getl(r, (int)i, 0), dup(a, r, (int)i, 1),
+							   geti(r, (int)i, 2), geti(r, (int)i, 3),
+							   geti(r, (int)i, 4) };
+	store_db_clear(r);
+	r = NULL;
+
+	ret = store_db_exec(c,
+			    "SELECT id, priority, grace_period, preemptible, name FROM priority_classes"
+			    " ORDER BY id",
+			    0, NULL, &r, err);
+	if (ret)
+		goto out;
+	s->nclasses = (size_t)store_db_nrows(r);
+	s->classes = mu_arena_alloc(a, s->nclasses * sizeof(*s->classes) + 1);
+	for (size_t i = 0; i < s->nclasses; i++)
+		s->classes[i] = (struct store_sched_class){ geti(r, (int)i, 0), geti(r, (int)i, 1),
+							    geti(r, (int)i, 2),
+							    store_db_get_bool(r, (int)i, 3),
+							    dup(a, r, (int)i, 4) };
+	store_db_clear(r);
+	r = NULL;
+
+	snprintf(hl, sizeof(hl), "%d", s->settings.half_life);
+	ret = store_db_exec(c,
+			    "SELECT tenant_id, user_name, CASE WHEN $1::int > 0 THEN value * power(0.5,"
+			    " greatest(0, extract(epoch FROM now() - updated_at)) / $1::int) ELSE value END"
+			    " FROM usage_decayed ORDER BY tenant_id, user_name",
+			    1, p, &r, err);
+	if (ret)
+		goto out;
+	s->nusage = (size_t)store_db_nrows(r);
+	s->usage = mu_arena_alloc(a, s->nusage * sizeof(*s->usage) + 1);
+	for (size_t i = 0; i < s->nusage; i++)
+		s->usage[i] = (struct store_sched_usage){ getl(r, (int)i, 0), dup(a, r, (int)i, 1),
+							  strtod(store_db_get(r, (int)i, 2), NULL) };
+	store_db_clear(r);
+	r = NULL;
+
+	ret = store_db_exec(c,
+			    "SELECT d.id, d.state, coalesce(d.exit_code, -1) FROM jobs d WHERE d.id IN"
+			    " (SELECT (x->>'job_id')::bigint FROM jobs p, jsonb_array_elements(p.dependencies) x"
+			    "  WHERE p.state = 'PENDING' AND p.dependencies <> '[]'::jsonb) ORDER BY d.id",
+			    0, NULL, &r, err);
+	if (ret)
+		goto out;
+	s->ndeps = (size_t)store_db_nrows(r);
+	s->deps = mu_arena_alloc(a, s->ndeps * sizeof(*s->deps) + 1);
+	for (size_t i = 0; i < s->ndeps; i++)
+		s->deps[i] = (struct store_sched_depstate){ getl(r, (int)i, 0), dup(a, r, (int)i, 1),
+							    geti(r, (int)i, 2) };
+out:
+	store_db_clear(r);
+	return ret;
+}
+
+int store_sched_snap_load(PGconn *c, struct store_sched_snap *s, struct mu_error *err)
+{
+	struct mu_arena *a = mu_malloc(sizeof(*a));
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	mu_arena_init(a, 1 << 20);
+	s->mem = a;
+	ret = store_sched_settings_load(c, &s->settings, err);
+	if (!ret)
+		ret = load_nodes(c, s, a, err);
+	if (!ret)
+		ret = load_runs(c, s, a, err);
+	if (!ret)
+		ret = load_jobs(c, s, a, err);
+	if (!ret)
+		ret = load_policy(c, s, a, err);
+	return ret;
+}
+
+void store_sched_snap_release(struct store_sched_snap *s)
+{
+	if (s->mem) {
+		mu_arena_release(s->mem);
+		mu_free(s->mem);
+	}
+	memset(s, 0, sizeof(*s));
+}
+
+/* ---- decisions -------------------------------------------------------------- */
+
+static int cmp_i64(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+	return (a > b) - (a < b);
+}
+
+static int apply_starts(PGconn *c, int64_t epoch, const struct store_sched_decisions *d, int *started,
+			struct mu_error *err)
+{
+	struct sbuf jobs = { 0 }, nn = { 0 }, gpn = { 0 }, runs = { 0 }, node = { 0 }, rank = { 0 }, gpu = { 0 };
+	char ep[32];
+	const char *p[4];
+	PGresult *r = NULL;
+	int64_t *job_sorted = NULL, *nodes = NULL;
+	size_t nnodes = 0, cap = 0;
+	int ret;
+
+	snprintf(ep, sizeof(ep), "%" PRId64, epoch);
+	sb_open(&jobs);
+	sb_open(&nn);
+	sb_open(&gpn);
+	for (size_t i = 0; i < d->nstarts; i++) {
+		sb_int(&jobs, d->starts[i].job_id);
+		sb_int(&nn, d->starts[i].nnodes);
+		sb_int(&gpn, d->starts[i].gpus_per_node);
+	}
+	sb_close(&jobs);
+	sb_close(&nn);
+	sb_close(&gpn);
+	p[0] = ep;
+	p[1] = jobs.p;
+	p[2] = nn.p;
+	p[3] = gpn.p;
+	/* Jobs first, row-locked and re-checked: a job cancelled or held since
+	 * the snapshot was read is skipped, and gets no run. */
+	ret = store_db_exec(c,
+			    "WITH s AS (SELECT * FROM unnest($2::bigint[], $3::int[], $4::int[])"
+			    "   AS s(job_id, nnodes, gpn)),"
+			    " j AS (UPDATE jobs SET state = 'STARTING', started_at = now(), ended_at = NULL,"
+			    "   pending_reason = '', pending_message = '', planned_start = NULL, updated_at = now()"
+			    "   FROM s WHERE jobs.id = s.job_id AND jobs.state = 'PENDING' AND NOT jobs.held"
+			    "   RETURNING jobs.id, jobs.tenant_id, jobs.time_limit, jobs.priority_class_id),"
+			    " r AS (INSERT INTO runs (job_id, attempt, epoch, nodes, gpus_per_node, time_limit,"
+			    "     grace_period)"
+			    "   SELECT s.job_id, coalesce((SELECT max(x.attempt) FROM runs x WHERE x.job_id = s.job_id),"
+			    "     0) + 1, $1::bigint, s.nnodes, s.gpn, j.time_limit,"
+			    "     (SELECT pc.grace_period FROM priority_classes pc WHERE pc.id = j.priority_class_id)"
+			    "   FROM s JOIN j ON j.id = s.job_id RETURNING id, job_id, attempt),"
+			    " ev AS (INSERT INTO events (kind, tenant_id, job_id, run_id, reason, data)"
+			    "   SELECT 'job.starting', j.tenant_id, r.job_id, r.id, 'scheduled',"
+			    "   jsonb_build_object('epoch', $1::bigint, 'attempt', r.attempt) FROM r JOIN j ON j.id = r.job_id)"
+			    " SELECT job_id, id FROM r",
+			    4, p, &r, err);
+	if (ret)
+		goto out;
+	*started += store_db_nrows(r);
+	/* job id -> new run id, by binary search over the returned pairs. */
+	size_t nr = (size_t)store_db_nrows(r);
+	job_sorted = mu_calloc(nr * 2 + 1, sizeof(int64_t));
+	for (size_t i = 0; i < nr; i++) {
+		job_sorted[2 * i] = getl(r, (int)i, 0);
+		job_sorted[2 * i + 1] = getl(r, (int)i, 1);
+	}
+	qsort(job_sorted, nr, 2 * sizeof(int64_t), cmp_i64);
+	store_db_clear(r);
+	r = NULL;
+	if (!nr)
+		goto out;
+
+	sb_open(&runs);
+	sb_open(&node);
+	sb_open(&rank);
+	sb_open(&gpu);
+	for (size_t i = 0; i < d->nstarts; i++) {
+		const struct store_sched_start *st = &d->starts[i];
+		int64_t key[2] = { st->job_id, 0 };
+		int64_t *hit = bsearch(key, job_sorted, nr, 2 * sizeof(int64_t), cmp_i64);
+		if (!hit)
+			continue;
+		for (int k = 0; k < st->nnodes; k++) {
+			nodes = mu_grow(nodes, &cap, nnodes + 1, sizeof(*nodes));
+			nodes[nnodes++] = st->node_ids[k];
+			int ng = st->gpus_per_node > 0 ? st->gpus_per_node : 1;
+			for (int g = 0; g < ng; g++) {
+				sb_int(&runs, hit[1]);
+				sb_int(&node, st->node_ids[k]);
+				sb_int(&rank, k);
+				sb_int(&gpu, st->gpus_per_node > 0 ? st->gpus[(size_t)k * st->gpus_per_node + g] : -1);
+			}
+		}
+	}
+	sb_close(&runs);
+	sb_close(&node);
+	sb_close(&rank);
+	sb_close(&gpu);
+	p[0] = runs.p;
+	p[1] = node.p;
+	p[2] = rank.p;
+	p[3] = gpu.p;
+	/* The unique index on live (node, gpu) rejects any double booking:
+	 * then the whole cycle rolls back. */
+	ret = store_db_exec(c,
+			    "INSERT INTO run_allocations (run_id, node_id, node_rank, gpu_index)"
+			    " SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::int[])",
+			    4, p, NULL, err);
+	if (ret)
+		goto out;
+	ret = store_db_exec(c,
+			    "UPDATE runs SET master_addr = CASE WHEN n.address <> '' THEN n.address ELSE n.name END,"
+			    "   master_port = 29500 + (runs.id % 10000)::int"
+			    " FROM run_allocations x JOIN nodes n ON n.id = x.node_id"
+			    " WHERE runs.id = x.run_id AND x.node_rank = 0 AND x.live AND runs.id = ANY($1::bigint[])",
+			    1, p, NULL, err);
+	if (ret)
+		goto out;
+	qsort(nodes, nnodes, sizeof(*nodes), cmp_i64);
+	sb_open(&node);
+	for (size_t i = 0; i < nnodes; i++)
+		if (i == 0 || nodes[i] != nodes[i - 1])
+			sb_int(&node, nodes[i]);
+	sb_close(&node);
+	p[0] = node.p;
+	ret = store_db_exec(c, "SELECT pg_notify('muster_agents', name) FROM nodes WHERE id = ANY($1::bigint[])",
+			    1, p, NULL, err);
+out:
+	store_db_clear(r);
+	mu_free(job_sorted);
+	mu_free(nodes);
+	mu_free(jobs.p);
+	mu_free(nn.p);
+	mu_free(gpn.p);
+	mu_free(runs.p);
+	mu_free(node.p);
+	mu_free(rank.p);
+	mu_free(gpu.p);
+	return ret;
+}
+
+static int apply_pending(PGconn *c, const struct store_sched_decisions *d, struct mu_error *err)
+{
+	struct sbuf ids = { 0 }, reason = { 0 }, msg = { 0 }, ps = { 0 };
+	const char *p[4];
+	int ret;
+
+	sb_open(&ids);
+	sb_open(&reason);
+	sb_open(&msg);
+	sb_open(&ps);
+	for (size_t i = 0; i < d->npending; i++) {
+		sb_int(&ids, d->pending[i].job_id);
+		sb_text(&reason, d->pending[i].reason ? d->pending[i].reason : "");
+		sb_text(&msg, d->pending[i].message ? d->pending[i].message : "");
+		sb_int(&ps, d->pending[i].planned_start);
+	}
+	sb_close(&ids);
+	sb_close(&reason);
+	sb_close(&msg);
+	sb_close(&ps);
+	p[0] = ids.p;
+	p[1] = reason.p;
+	p[2] = msg.p;
+	p[3] = ps.p;
+	ret = store_db_exec(c,
+			    "UPDATE jobs SET pending_reason = u.reason, pending_message = u.msg,"
+			    " planned_start = CASE WHEN u.ps > 0 THEN to_timestamp(u.ps) END"
+			    " FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[]) AS u(id, reason, msg, ps)"
+			    " WHERE jobs.id = u.id AND jobs.state = 'PENDING'",
+			    4, p, NULL, err);
+	mu_free(ids.p);
+	mu_free(reason.p);
+	mu_free(msg.p);
+	mu_free(ps.p);
+	return ret;
+}
+
+static int apply_stops(PGconn *c, const int64_t *runs, size_t n, const char *reason,
+		       struct mu_error *err)
+{
+	struct sbuf ids = { 0 };
+	const char *p[2];
+	int ret;
+	int64_t v = 0;
+
+	sb_open(&ids);
+	for (size_t i = 0; i < n; i++)
+		sb_int(&ids, runs[i]);
+	sb_close(&ids);
+	p[0] = ids.p;
+	p[1] = reason;
+	ret = store_db_query_int64(
+		c,
+		"WITH r AS (UPDATE runs SET state = 'STOPPING', stop_reason = $2,"
+		"   stop_requested_at = now() WHERE id = ANY($1::bigint[]) AND live"
+		"   AND state IN ('STARTING', 'RUNNING') AND ended_at IS NULL RETURNING id, job_id),"
+		" ev AS (INSERT INTO events (kind, tenant_id, job_id, run_id, reason)"
+		"   SELECT 'run.stop_requested', j.tenant_id, r.job_id, r.id, $2"
+		"   FROM r JOIN jobs j ON j.id = r.job_id),"
+		" nt AS (SELECT pg_notify('muster_agents', n.name) FROM nodes n WHERE n.id IN"
+		"   (SELECT a.node_id FROM run_allocations a WHERE a.run_id IN (SELECT id FROM r)))"
+		" SELECT (SELECT count(*) FROM r) + 0 * (SELECT count(*) FROM nt)",
+		2, p, &v, err);
+	mu_free(ids.p);
+	return ret;
+}
+
+static int apply_fail_jobs(PGconn *c, const struct store_sched_decisions *d, struct mu_error *err)
+{
+	struct sbuf ids = { 0 }, reason = { 0 }, msg = { 0 };
+	const char *p[3];
+	int ret;
+
+	sb_open(&ids);
+	sb_open(&reason);
+	sb_open(&msg);
+	for (size_t i = 0; i < d->nfail_jobs; i++) {
+		sb_int(&ids, d->fail_jobs[i].job_id);
+		sb_text(&reason, d->fail_jobs[i].reason ? d->fail_jobs[i].reason : "");
+		sb_text(&msg, d->fail_jobs[i].message ? d->fail_jobs[i].message : "");
+	}
+	sb_close(&ids);
+	sb_close(&reason);
+	sb_close(&msg);
+	p[0] = ids.p;
+	p[1] = reason.p;
+	p[2] = msg.p;
+	ret = store_db_exec(c,
+			    "WITH j AS (UPDATE jobs SET state = 'FAILED', end_reason = u.reason,"
+			    "   pending_message = u.msg, ended_at = now(), updated_at = now()"
+			    "   FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(id, reason, msg)"
+			    "   WHERE jobs.id = u.id AND jobs.state = 'PENDING'"
+			    "   RETURNING jobs.id, jobs.tenant_id, u.reason, u.msg)"
+			    " INSERT INTO events (kind, tenant_id, job_id, reason, data)"
+			    " SELECT 'job.failed', tenant_id, id, reason, jsonb_build_object('message', msg) FROM j",
+			    3, p, NULL, err);
+	mu_free(ids.p);
+	mu_free(reason.p);
+	mu_free(msg.p);
+	return ret;
+}
+
+int store_sched_apply(PGconn *c, int64_t epoch, const struct store_sched_decisions *d, int *started,
+		      struct mu_error *err)
+{
+	int ret = 0;
+
+	if (d->npreempt)
+		ret = apply_stops(c, d->preempt_runs, d->npreempt, "preempt", err);
+	if (!ret && d->nfail_runs)
+		ret = apply_stops(c, d->fail_runs, d->nfail_runs, "node_fail", err);
+	if (!ret && d->nfail_jobs)
+		ret = apply_fail_jobs(c, d, err);
+	if (!ret && d->nstarts)
+		ret = apply_starts(c, epoch, d, started, err);
+	if (!ret && d->npending)
+		ret = apply_pending(c, d, err);
+	return ret;
+}
