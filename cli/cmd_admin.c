@@ -375,9 +375,16 @@ int cmd_quota(struct cli_global *g, int argc, char **argv)
 		static const int opt_of[5] = { A_GUARANTEED, A_MAX_GPUS, A_MAX_RUNNING, A_MAX_PENDING,
 					       A_MAX_TIME };
 		ret = admin_check(&a, set_opts, action, argc, 1, 1, &err);
-		for (int k = 0; !ret && k < 4; k++)
+		/* guaranteed_gpus has no "no limit": none means 0. */
+		if (a.v[A_GUARANTEED] && (!strcasecmp(a.v[A_GUARANTEED], "none") ||
+					  !strcasecmp(a.v[A_GUARANTEED], "unlimited")))
+			json_object_set_new(body, "guaranteed_gpus", json_integer(0));
+		else if (a.v[A_GUARANTEED])
+			ret = set_int_opt(body, "guaranteed_gpus", a.v[A_GUARANTEED], 0, 1000000,
+					  false, &err);
+		for (int k = 1; !ret && k < 4; k++)
 			if (a.v[opt_of[k]])
-				ret = set_int_opt(body, quota_keys[k], a.v[opt_of[k]], 0, 1000000000,
+				ret = set_int_opt(body, quota_keys[k], a.v[opt_of[k]], 0, 2147483647,
 						  true, &err);
 		if (!ret && a.v[A_MAX_TIME]) {
 			int64_t secs;
@@ -448,7 +455,9 @@ int cmd_quota(struct cli_global *g, int argc, char **argv)
 			json_t *v = json_object_get(body, quota_keys[k]);
 			if (!v && row)
 				v = json_object_get(row, quota_keys[k]);
-			json_object_set(put, quota_keys[k], v ? v : json_null());
+			/* An absent limit is no limit; guaranteed_gpus may not be null. */
+			if (v && !json_is_null(v))
+				json_object_set(put, quota_keys[k], v);
 		}
 		json_decref(cur);
 		ret = request(&s, "PUT", path, put, &doc);

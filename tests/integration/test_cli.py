@@ -346,7 +346,11 @@ def test_admin_commands(c):
     q = [x for x in json.loads(out)["items"] if x.get("gpu_model", "") == ""][0]
     check_eq((q["max_gpus"], q["max_pending_jobs"], q["max_time_limit"]), (16, 3, 86400), q)
     rc, out, err = run(c, "quota", "show", "cli-adm")
-    check(re.search(r"\(any\)\s+-\s+16\s+-\s+3\s+1-00:00:00", out), out)
+    check(re.search(r"\(any\)\s+0\s+16\s+-\s+3\s+1-00:00:00", out), out)
+    rc, out, err = run(c, "quota", "set", "cli-adm", "--max-gpus", "none")
+    check_eq(rc, 0, err)
+    check_eq(c.sql("SELECT max_gpus, max_pending_jobs FROM quotas q JOIN tenants t "
+                   "ON t.id = q.tenant_id WHERE t.name = 'cli-adm'"), [(None, "3")])
 
     need(c, "GET", "/v1/tokens")
     rc, secret, err = run(c, "tokens", "create", "--role", "tenant", "--tenant", "cli-adm",
