@@ -1,0 +1,315 @@
+/* codec_job.c - see codec_job.h. */
+#include "codec_job.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "duration.h"
+#include "jv.h"
+
+static const char *const job_fields[] = {
+	"tenant", "user", "name", "priority_class", "nodes", "min_nodes", "gpus_per_node",
+	"gpu_model", "procs_per_node", "topology", "time_limit", "command", "env", "workdir",
+	"dependencies", "max_retries", "labels", NULL,
+};
+
+static char *dump(struct mu_arena *a, const json_t *v)
+{
+	char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	char *r = mu_arena_strdup(a, s);
+
+	free(s);
+	return r;
+}
+
+static int decode_time_limit(const json_t *body, const char *prefix, struct store_job *job,
+			     struct mu_error *err)
+{
+	const json_t *v = json_object_get(body, "time_limit");
+	int64_t secs = 0;
+	int ret;
+
+	if (!v || json_is_null(v))
+		return 0;
+	if (json_is_string(v)) {
+		ret = mu_duration_parse_slurm(json_string_value(v), &secs);
+		if (ret == MU_ERANGE || (ret == 0 && (secs < 1 || secs > INT32_MAX)))
+			return jv_fail(err, MU_ERANGE, prefix, "time_limit",
+				       "must be between 1 second and 2^31-1 seconds");
+		if (ret < 0)
+			return jv_fail(err, MU_EINVAL, prefix, "time_limit",
+				       "not a Slurm time (M, M:S, H:M:S, D-H, D-H:M, D-H:M:S)");
+		job->time_limit = secs;
+		return 0;
+	}
+	ret = jv_int(body, "time_limit", false, 1, INT32_MAX, &secs, prefix, err);
+	if (ret < 0)
+		return ret;
+	job->time_limit = secs;
+	return 0;
+}
+
+static int decode_command(const json_t *body, struct mu_arena *a, const char *prefix,
+			  struct store_job *job, struct mu_error *err)
+{
+	const json_t *v = json_object_get(body, "command");
+	char key[32];
+	size_t i;
+	json_t *item;
+	int ret;
+
+	if (!v || json_is_null(v))
+		return jv_fail(err, MU_EMISSING, prefix, "command", "required");
+	if (!json_is_array(v))
+		return jv_fail(err, MU_ETYPE, prefix, "command", "must be an array of strings");
+	if (json_array_size(v) < 1 || json_array_size(v) > 1024)
+		return jv_fail(err, MU_ERANGE, prefix, "command", "must have 1..1024 items");
+	json_array_foreach(v, i, item) {
+		snprintf(key, sizeof(key), "command.%zu", i);
+		ret = jv_check_str(item, 4096, prefix, key, err);
+		if (ret < 0)
+			return ret;
+	}
+	job->command = dump(a, v);
+	return 0;
+}
+
+static int decode_map(const json_t *body, struct mu_arena *a, const char *prefix, const char *what,
+		      size_t max_entries, const char *key_extra, size_t key_max, bool key_c_ident,
+		      size_t val_max, const char **out, struct mu_error *err)
+{
+	const json_t *v = json_object_get(body, what);
+	const char *k;
+	json_t *item;
+	char field[160];
+	int ret;
+
+	if (!v || json_is_null(v)) {
+		*out = "{}";
+		return 0;
+	}
+	if (!json_is_object(v))
+		return jv_fail(err, MU_ETYPE, prefix, what, "must be an object of strings");
+	if (json_object_size(v) > max_entries)
+		return jv_fail(err, MU_ERANGE, prefix, what, "at most %zu entries", max_entries);
+	json_object_foreach((json_t *)v, k, item) {
+		snprintf(field, sizeof(field), "%s.%.64s", what, k);
+		if (!jv_name_ok(k, 1, key_max, key_extra) ||
+		    (key_c_ident && k[0] >= '0' && k[0] <= '9'))
+			return jv_fail(err, MU_EINVAL, prefix, field, "invalid key");
+		ret = jv_check_str(item, val_max, prefix, field, err);
+		if (ret < 0)
+			return ret;
+	}
+	*out = dump(a, v);
+	return 0;
+}
+
+static int decode_deps(const json_t *body, struct mu_arena *a, const char *prefix,
+		       struct store_job *job, struct mu_error *err)
+{
+	static const char *const dep_fields[] = { "type", "job_id", NULL };
+	const json_t *v = json_object_get(body, "dependencies");
+	int64_t *ids;
+	json_t *item;
+	size_t i;
+	char p[160];
+	int ret;
+
+	job->dependencies = "[]";
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_array(v))
+		return jv_fail(err, MU_ETYPE, prefix, "dependencies", "must be an array");
+	if (json_array_size(v) > 100)
+		return jv_fail(err, MU_ERANGE, prefix, "dependencies", "at most 100 items");
+	ids = mu_arena_alloc(a, sizeof(*ids) * (json_array_size(v) + 1));
+	json_array_foreach(v, i, item) {
+		const char *type = NULL;
+		int64_t id = 0;
+		char key[48];
+
+		snprintf(key, sizeof(key), "dependencies.%zu", i);
+		snprintf(p, sizeof(p), "%.100sdependencies.%zu.", prefix, i);
+		ret = jv_object(item, dep_fields, prefix, key, err);
+		if (ret < 0)
+			return ret;
+		ret = jv_str(item, "type", true, 16, false, &type, p, err);
+		if (ret < 0)
+			return ret;
+		if (strcmp(type, "afterok") && strcmp(type, "afterany") && strcmp(type, "afternotok"))
+			return jv_fail(err, MU_EINVAL, p, "type",
+				       "must be afterok, afterany or afternotok");
+		ret = jv_int(item, "job_id", true, 1, INT64_C(9007199254740991), &id, p, err);
+		if (ret < 0)
+			return ret;
+		ids[i] = id;
+	}
+	job->dep_ids = ids;
+	job->ndeps = json_array_size(v);
+	job->dependencies = dump(a, v);
+	return 0;
+}
+
+static int decode_topology(const json_t *body, const char *prefix, struct store_job *job,
+			   struct mu_error *err)
+{
+	static const char *const topo_fields[] = { "required", "preferred", NULL };
+	const json_t *v = json_object_get(body, "topology");
+	char p[96];
+	int ret;
+
+	job->topo_required = job->topo_preferred = "";
+	if (!v || json_is_null(v))
+		return 0;
+	ret = jv_object(v, topo_fields, prefix, "topology", err);
+	if (ret < 0)
+		return ret;
+	snprintf(p, sizeof(p), "%.80stopology.", prefix);
+	ret = jv_str(v, "required", false, 32, false, &job->topo_required, p, err);
+	if (ret < 0)
+		return ret;
+	if (ret > 0 && !jv_name_ok(job->topo_required, 1, 32, "_-"))
+		return jv_fail(err, MU_EINVAL, p, "required", "not a topology level name");
+	ret = jv_str(v, "preferred", false, 32, false, &job->topo_preferred, p, err);
+	if (ret < 0)
+		return ret;
+	if (ret > 0 && !jv_name_ok(job->topo_preferred, 1, 32, "_-"))
+		return jv_fail(err, MU_EINVAL, p, "preferred", "not a topology level name");
+	return 0;
+}
+
+int codec_job_decode(const json_t *body, struct mu_arena *a, const char *prefix,
+		     struct store_job *job, struct mu_error *err)
+{
+	int ret;
+
+	memset(job, 0, sizeof(*job));
+	job->name = job->gpu_model = job->workdir = "";
+	job->procs_per_node = 1;
+	ret = jv_object(body, job_fields, prefix, "", err);
+	if (ret < 0)
+		return ret;
+	if ((ret = jv_str(body, "tenant", false, 63, false, &job->tenant, prefix, err)) < 0)
+		return ret;
+	if ((ret = jv_str(body, "user", false, 64, false, &job->user, prefix, err)) < 0)
+		return ret;
+	if (ret > 0 && !jv_name_ok(job->user, 1, 64, "_.@-"))
+		return jv_fail(err, MU_EINVAL, prefix, "user", "must match ^[A-Za-z0-9_.@-]{1,64}$");
+	if ((ret = jv_str(body, "name", false, 256, true, &job->name, prefix, err)) < 0)
+		return ret;
+	ret = jv_str(body, "priority_class", false, 63, false, &job->priority_class, prefix, err);
+	if (ret < 0)
+		return ret;
+	if ((ret = jv_int(body, "nodes", true, 1, 10000, &job->nodes, prefix, err)) < 0)
+		return ret;
+	if ((ret = jv_int(body, "min_nodes", false, 1, job->nodes, &job->min_nodes, prefix, err)) < 0)
+		return ret;
+	ret = jv_int(body, "gpus_per_node", true, 0, 64, &job->gpus_per_node, prefix, err);
+	if (ret < 0)
+		return ret;
+	if ((ret = jv_str(body, "gpu_model", false, 64, true, &job->gpu_model, prefix, err)) < 0)
+		return ret;
+	ret = jv_int(body, "procs_per_node", false, 1, 1024, &job->procs_per_node, prefix, err);
+	if (ret < 0)
+		return ret;
+	if ((ret = decode_topology(body, prefix, job, err)) < 0)
+		return ret;
+	if ((ret = decode_time_limit(body, prefix, job, err)) < 0)
+		return ret;
+	if ((ret = decode_command(body, a, prefix, job, err)) < 0)
+		return ret;
+	ret = decode_map(body, a, prefix, "env", 256, "_", 256, true, 32768, &job->env, err);
+	if (ret < 0)
+		return ret;
+	if ((ret = jv_str(body, "workdir", false, 4096, true, &job->workdir, prefix, err)) < 0)
+		return ret;
+	if ((ret = decode_deps(body, a, prefix, job, err)) < 0)
+		return ret;
+	ret = jv_int(body, "max_retries", false, 0, 100, &job->max_retries, prefix, err);
+	if (ret < 0)
+		return ret;
+	ret = decode_map(body, a, prefix, "labels", 64, "_./-", 63, false, 256, &job->labels, err);
+	if (ret < 0)
+		return ret;
+	return 0;
+}
+
+static void key(struct mu_buf *b, const char *k)
+{
+	mu_buf_addc(b, ',');
+	mu_buf_addc(b, '"');
+	mu_buf_adds(b, k);
+	mu_buf_adds(b, "\":");
+}
+
+static void kstr(struct mu_buf *b, const char *k, const char *v)
+{
+	key(b, k);
+	mu_buf_add_json_strz(b, v);
+}
+
+static void kint(struct mu_buf *b, const char *k, int64_t v)
+{
+	key(b, k);
+	mu_buf_add_int(b, v);
+}
+
+static void kraw(struct mu_buf *b, const char *k, const char *json, const char *def)
+{
+	key(b, k);
+	mu_buf_adds(b, json && *json ? json : def);
+}
+
+void codec_job_encode(const struct store_job *j, struct mu_buf *b)
+{
+	bool pending = j->state && !strcmp(j->state, "PENDING");
+
+	mu_buf_adds(b, "{\"id\":");
+	mu_buf_add_int(b, j->id);
+	kstr(b, "state", j->state);
+	kstr(b, "tenant", j->tenant);
+	kstr(b, "user", j->user ? j->user : "");
+	kstr(b, "name", j->name ? j->name : "");
+	kstr(b, "priority_class", j->priority_class);
+	kint(b, "nodes", j->nodes);
+	key(b, "min_nodes");
+	if (j->min_nodes > 0)
+		mu_buf_add_int(b, j->min_nodes);
+	else
+		mu_buf_adds(b, "null");
+	kint(b, "gpus_per_node", j->gpus_per_node);
+	kstr(b, "gpu_model", j->gpu_model ? j->gpu_model : "");
+	kint(b, "procs_per_node", j->procs_per_node);
+	key(b, "topology");
+	mu_buf_adds(b, "{\"required\":");
+	mu_buf_add_json_strz(b, j->topo_required && *j->topo_required ? j->topo_required : NULL);
+	mu_buf_adds(b, ",\"preferred\":");
+	mu_buf_add_json_strz(b, j->topo_preferred && *j->topo_preferred ? j->topo_preferred : NULL);
+	mu_buf_addc(b, '}');
+	kint(b, "time_limit", j->time_limit);
+	kraw(b, "command", j->command, "[]");
+	kraw(b, "env", j->env, "{}");
+	kstr(b, "workdir", j->workdir ? j->workdir : "");
+	kraw(b, "labels", j->labels, "{}");
+	kraw(b, "dependencies", j->dependencies, "[]");
+	kint(b, "max_retries", j->max_retries);
+	kint(b, "retries", j->retries);
+	kstr(b, "pending_reason", pending ? (j->pending_reason ? j->pending_reason : "Priority") : NULL);
+	kstr(b, "pending_message", j->pending_message ? j->pending_message : "");
+	kstr(b, "planned_start", j->planned_start);
+	key(b, "exit_code");
+	if (j->has_exit_code)
+		mu_buf_add_int(b, j->exit_code);
+	else
+		mu_buf_adds(b, "null");
+	kstr(b, "end_reason", j->end_reason ? j->end_reason : "");
+	kstr(b, "created_at", j->created_at);
+	kstr(b, "started_at", j->started_at);
+	kstr(b, "ended_at", j->ended_at);
+	if (j->runs)
+		kraw(b, "runs", j->runs, "[]");
+	if (j->events)
+		kraw(b, "events", j->events, "[]");
+	mu_buf_addc(b, '}');
+}

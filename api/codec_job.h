@@ -1,0 +1,33 @@
+/*
+ * codec_job.h - the job JSON codec: decode + validate a submit body, encode
+ * a job for responses. Pure (jansson + libc): unit-tested and fuzzed.
+ *
+ * Rules are docs/api.md's table. Field errors name the field with `prefix`
+ * ("" for POST /v1/jobs, "jobs.17." inside a batch).
+ */
+#ifndef MU_CODEC_JOB_H
+#define MU_CODEC_JOB_H
+
+#include <jansson.h>
+
+#include "alloc.h"
+#include "buf.h"
+#include "error.h"
+#include "store_job.h"
+
+#define CODEC_JOB_MAX_BATCH 10000
+
+/*
+ * Decodes the job object `body` into *job (zeroed first). Strings are
+ * borrowed from `body` or allocated in `a` (the JSON texts of command, env,
+ * labels, dependencies; dep_ids). `tenant`/`user` are left NULL when the
+ * body has none (the handler applies the caller's defaults). time_limit is
+ * seconds, or 0 when absent (class default). Returns 0 or a MU_E* code.
+ */
+int codec_job_decode(const json_t *body, struct mu_arena *a, const char *prefix,
+		     struct store_job *job, struct mu_error *err) __attribute__((warn_unused_result));
+
+/* Appends the job object as JSON text (runs/events too when set). */
+void codec_job_encode(const struct store_job *job, struct mu_buf *out);
+
+#endif

@@ -1,0 +1,103 @@
+/*
+ * main.c - muster-api: configuration, migrations, the bootstrap admin
+ * token, the database pool, then the REST server until SIGINT/SIGTERM.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "db.h"
+#include "log.h"
+#include "migrate.h"
+#include "pool.h"
+#include "rest_jobs.h"
+#include "rest_server.h"
+#include "store_auth.h"
+
+static char *db_url, *http_addr, *grpc_addr, *admin_token, *log_level;
+static long long max_body, max_batch_body, db_pool, max_queue;
+static bool no_migrate;
+
+static const struct mu_opt opts[] = {
+	{ "db", "MUSTER_DATABASE_URL", MU_OPT_STR, "", "PostgreSQL URL (libpq URI or key=value)", &db_url },
+	{ "http-addr", "MUSTER_HTTP_ADDR", MU_OPT_STR, "127.0.0.1:8080", "REST listen address host:port", &http_addr },
+	{ "grpc-addr", "MUSTER_GRPC_ADDR", MU_OPT_STR, "127.0.0.1:9090", "gRPC listen address host:port (not served yet)", &grpc_addr },
+	{ "admin-token", "MUSTER_ADMIN_TOKEN", MU_OPT_STR, "", "secret made a live admin token named bootstrap-admin at start", &admin_token },
+	{ "max-body", "MUSTER_MAX_BODY", MU_OPT_SIZE, "1m", "largest request body (413 above)", &max_body },
+	{ "max-batch-body", "MUSTER_MAX_BATCH_BODY", MU_OPT_SIZE, "64m", "largest body of POST /v1/jobs/batch", &max_batch_body },
+	{ "db-pool", "MUSTER_DB_POOL", MU_OPT_INT, "4", "database worker threads (one connection each)", &db_pool },
+	{ "db-queue", "MUSTER_DB_QUEUE", MU_OPT_INT, "65536", "queued database work items before 503", &max_queue },
+	{ "no-migrate", "MUSTER_NO_MIGRATE", MU_OPT_BOOL, "false", "do not apply migrations at start", &no_migrate },
+	{ "log-level", "MUSTER_LOG_LEVEL", MU_OPT_STR, "info", "debug|info|warn|error", &log_level },
+};
+#define NOPTS (sizeof(opts) / sizeof(opts[0]))
+
+static int startup_db(void)
+{
+	struct mu_error err = { 0 };
+	PGconn *c = store_db_connect(db_url, "muster-api", &err);
+	int ret;
+
+	if (!c) {
+		mu_err("db %s", err.msg);
+		return MU_EUNAVAIL;
+	}
+	if (!no_migrate) {
+		ret = store_migrate(c, &err);
+		if (ret < 0) {
+			mu_err("db migrations failed: %s", err.msg);
+			goto out;
+		}
+	}
+	ret = 0;
+	if (admin_token[0]) {
+		ret = store_auth_upsert_admin(c, "bootstrap-admin", admin_token, &err);
+		if (ret < 0)
+			mu_err("token=bootstrap-admin cannot be stored: %s", err.msg);
+		else
+			mu_info("token=bootstrap-admin admin token from MUSTER_ADMIN_TOKEN is live");
+	}
+out:
+	store_db_close(c);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct mu_error err = { 0 };
+	struct rest_config cfg = { 0 };
+	struct store_pool *pool;
+	int ret;
+
+	mu_log_set_prog("muster-api");
+	ret = mu_config_parse(opts, NOPTS, argc, argv,
+			      "muster-api: the REST (and later gRPC) front of muster", &err);
+	if (ret < 0)
+		return 2;
+	if (mu_log_set_level_name(log_level) < 0) {
+		fprintf(stderr, "muster-api: --log-level: expected debug|info|warn|error\n");
+		return 2;
+	}
+	if (db_pool < 1 || db_pool > 256 || max_body < 1 || max_batch_body < 1) {
+		fprintf(stderr, "muster-api: --db-pool must be 1..256 and body limits positive\n");
+		return 2;
+	}
+	if (startup_db() < 0) {
+		ret = 1;
+		goto out;
+	}
+	pool = store_pool_new(db_url, "muster-api", (int)db_pool, (size_t)max_queue);
+	rest_jobs_init(pool);
+	cfg.http_addr = http_addr;
+	cfg.max_body = (size_t)max_body;
+	cfg.max_batch_body = (size_t)max_batch_body;
+	cfg.pool = pool;
+	cfg.db_url = db_url;
+	ret = rest_server_run(&cfg) < 0 ? 1 : 0;
+	store_pool_free(pool);
+out:
+	mu_config_release(opts, NOPTS);
+	return ret;
+}

@@ -1,0 +1,1034 @@
+/*
+ * rest.c - the REST framework: h2o event loop, routing from routes.def,
+ * auth middleware with a short token cache, deferred database work through
+ * the store pool, problem+json replies, metrics.
+ *
+ * Lifetime of a request context: created in on_req; freed when h2o disposes
+ * the request (after the reply went out or the client went away), except
+ * while a worker holds it: then the completion frees it.
+ */
+#include "rest_server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <h2o.h>
+
+#include "jv.h"
+#include "log.h"
+#include "store_auth.h"
+
+static char *astrndup(struct mu_arena *a, const char *s, size_t n)
+{
+	char *d = mu_arena_alloc(a, n + 1);
+
+	memcpy(d, s, n);
+	return d;
+}
+
+/* ---- the route table ---------------------------------------------------- */
+
+struct rest_route {
+	const char *method;
+	const char *pattern;
+	int (*handler)(struct rest_req *rq);
+	int roles;
+	const char *summary;
+};
+
+static const struct rest_route routes[] = {
+#define REST_ROUTE(m, pattern, handler, roles, summary) { #m, pattern, handler, roles, summary },
+#include "routes.def"
+#undef REST_ROUTE
+};
+#define NROUTES (sizeof(routes) / sizeof(routes[0]))
+
+/* ---- metrics (loop thread only, except the pool gauge) ------------------ */
+
+static const int known_status[] = { 200, 201, 204, 400, 401, 403, 404, 405, 409, 413, 429, 500, 503 };
+#define NSTATUS (sizeof(known_status) / sizeof(known_status[0]) + 1) /* + other */
+static const double buckets[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5 };
+#define NBUCKETS (sizeof(buckets) / sizeof(buckets[0]))
+
+struct route_metrics {
+	uint64_t by_status[NSTATUS];
+	uint64_t hist[NBUCKETS + 1];
+	double sum;
+	uint64_t count;
+};
+static struct route_metrics metrics[NROUTES + 1]; /* last = unmatched */
+static pthread_mutex_t metrics_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void metrics_record(int route, int status, double secs)
+{
+	struct route_metrics *m = &metrics[route < 0 ? (int)NROUTES : route];
+	size_t si = NSTATUS - 1, b = 0;
+
+	for (size_t i = 0; i < NSTATUS - 1; i++)
+		if (known_status[i] == status)
+			si = i;
+	while (b < NBUCKETS && secs > buckets[b])
+		b++;
+	pthread_mutex_lock(&metrics_mu);
+	m->by_status[si]++;
+	m->hist[b]++;
+	m->sum += secs;
+	m->count++;
+	pthread_mutex_unlock(&metrics_mu);
+}
+
+/* ---- server state -------------------------------------------------------- */
+
+static struct rest_config cfg;
+static h2o_globalconf_t h2o_config;
+static h2o_context_t h2o_ctx;
+static h2o_accept_ctx_t accept_ctx;
+static h2o_multithread_queue_t *mq;
+static h2o_multithread_receiver_t receiver;
+static volatile sig_atomic_t stop_requested;
+static _Atomic uint64_t inflight_requests;
+
+const struct rest_config *rest_server_config(void)
+{
+	return &cfg;
+}
+
+#define MAX_HEADERS 8
+#define MAX_QUERY 64
+
+struct ctx {
+	struct rest_req rq;
+	struct mu_arena arena;
+	h2o_req_t *req;       /* NULL once h2o disposed it */
+	bool in_flight;       /* a worker holds the context */
+	bool replied;
+	int route;            /* index into routes, -1 = unmatched */
+	double t0;
+
+	/* deferred work */
+	struct store_work work;
+	rest_db_fn fn;
+	rest_done_fn done;
+	void *arg;
+	h2o_multithread_message_t msg;
+
+	const char *pnames[REST_MAX_PARAMS], *pvals[REST_MAX_PARAMS];
+	size_t np;
+	const char *qk[MAX_QUERY], *qv[MAX_QUERY];
+	size_t nq;
+	bool query_too_long;
+	const char *hn[MAX_HEADERS], *hv[MAX_HEADERS];
+	size_t nh;
+	const char *ctype;    /* rest_result_text */
+	const char *text;
+	size_t text_len;
+	char token_sha[65];
+	const char *secret;
+};
+
+static struct ctx *ctx_of(const struct rest_req *rq)
+{
+	return rq->priv;
+}
+
+static void ctx_free(struct ctx *c)
+{
+	if (c->rq.out)
+		json_decref(c->rq.out);
+	mu_arena_release(&c->arena);
+	mu_free(c);
+	atomic_fetch_sub(&inflight_requests, 1);
+}
+
+static void on_dispose(void *p)
+{
+	struct ctx *c = *(struct ctx **)p;
+
+	c->req = NULL;
+	c->rq.gone = true;
+	if (!c->in_flight)
+		ctx_free(c);
+}
+
+/* ---- replies ------------------------------------------------------------- */
+
+static const char *reason_of(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 201: return "Created";
+	case 204: return "No Content";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 409: return "Conflict";
+	case 413: return "Payload Too Large";
+	case 429: return "Too Many Requests";
+	case 503: return "Service Unavailable";
+	default: return status >= 500 ? "Internal Server Error" : "OK";
+	}
+}
+
+void rest_problem_render(const struct mu_error *err, int code, struct mu_buf *b)
+{
+	int status = mu_err_http_status(code);
+
+	mu_buf_adds(b, "{\"type\":\"https://muster.dev/problems/");
+	mu_buf_adds(b, mu_err_slug(code));
+	mu_buf_adds(b, "\",\"title\":");
+	mu_buf_add_json_strz(b, mu_strerror(code));
+	mu_buf_addf(b, ",\"status\":%d,\"detail\":", status);
+	mu_buf_add_json_strz(b, err && err->msg[0] ? err->msg : mu_strerror(code));
+	if (err && err->field[0]) {
+		mu_buf_adds(b, ",\"field\":");
+		mu_buf_add_json_strz(b, err->field);
+	}
+	mu_buf_addc(b, '}');
+}
+
+static void add_header(h2o_req_t *req, const char *name, const char *value)
+{
+	h2o_iovec_t v = h2o_strdup(&req->pool, value, strlen(value));
+	h2o_iovec_t n = h2o_strdup(&req->pool, name, strlen(name));
+
+	h2o_add_header_by_str(&req->pool, &req->res.headers, n.base, n.len, 1, NULL, v.base, v.len);
+}
+
+/* Sends what the request holds: a problem (rc < 0) or the result. The
+ * context may be freed by h2o right after: callers return at once. */
+static void send_reply(struct ctx *c, int rc)
+{
+	h2o_req_t *req = c->req;
+	struct mu_buf b = MU_BUF_INIT;
+	const char *ctype = "application/json";
+	h2o_iovec_t body = { NULL, 0 };
+	int status;
+
+	if (!req || c->replied)
+		return;
+	c->replied = true;
+	if (rc < 0) {
+		int code = c->rq.err.code < 0 ? c->rq.err.code : rc;
+
+		status = mu_err_http_status(code);
+		rest_problem_render(&c->rq.err, code, &b);
+		ctype = "application/problem+json";
+		if (code == MU_EUNAUTH)
+			add_header(req, "www-authenticate", "Bearer realm=\"muster\"");
+		if (status >= 500)
+			mu_warn("http %s %s status=%d %s", c->rq.method, c->rq.path, status,
+				c->rq.err.msg);
+	} else {
+		status = c->rq.status ? c->rq.status : 200;
+		if (c->text) {
+			ctype = c->ctype;
+			body = h2o_iovec_init(c->text, c->text_len);
+		} else if (c->rq.out) {
+			char *s = json_dumps(c->rq.out, JSON_COMPACT | JSON_ENCODE_ANY);
+
+			mu_buf_adds(&b, s);
+			free(s);
+		}
+		for (size_t i = 0; i < c->nh; i++)
+			add_header(req, c->hn[i], c->hv[i]);
+	}
+	if (b.len)
+		body = h2o_iovec_init(b.p, b.len);
+	req->res.status = status;
+	req->res.content_length = body.len;
+	req->res.reason = reason_of(status);
+	if (body.len || status != 204)
+		h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, ctype,
+			       strlen(ctype));
+	metrics_record(c->route, status, now_s() - c->t0);
+	h2o_send_inline(req, body.base ? body.base : "", body.len); /* copies the body */
+	mu_buf_release(&b);
+}
+
+void rest_result(struct rest_req *rq, int status, json_t *body)
+{
+	if (rq->out)
+		json_decref(rq->out);
+	rq->status = status;
+	rq->out = body;
+}
+
+void rest_result_text(struct rest_req *rq, int status, const char *content_type, const char *body,
+		      size_t len)
+{
+	struct ctx *c = ctx_of(rq);
+	char *copy = mu_arena_alloc(rq->arena, len + 1);
+
+	memcpy(copy, body, len);
+	rq->status = status;
+	c->ctype = mu_arena_strdup(rq->arena, content_type);
+	c->text = copy;
+	c->text_len = len;
+}
+
+void rest_add_header(struct rest_req *rq, const char *name, const char *value)
+{
+	struct ctx *c = ctx_of(rq);
+
+	if (c->nh == MAX_HEADERS)
+		return;
+	c->hn[c->nh] = mu_arena_strdup(rq->arena, name);
+	c->hv[c->nh] = mu_arena_strdup(rq->arena, value);
+	c->nh++;
+}
+
+/* ---- request accessors --------------------------------------------------- */
+
+const char *rest_param(const struct rest_req *rq, const char *name)
+{
+	const struct ctx *c = ctx_of(rq);
+
+	for (size_t i = 0; i < c->np; i++)
+		if (!strcmp(c->pnames[i], name))
+			return c->pvals[i];
+	return NULL;
+}
+
+const char *rest_query(const struct rest_req *rq, const char *name)
+{
+	const struct ctx *c = ctx_of(rq);
+
+	for (size_t i = 0; i < c->nq; i++)
+		if (!strcmp(c->qk[i], name))
+			return c->qv[i];
+	return NULL;
+}
+
+size_t rest_query_all(const struct rest_req *rq, const char *name, const char ***vals)
+{
+	const struct ctx *c = ctx_of(rq);
+	size_t n = 0;
+
+	*vals = mu_arena_alloc(rq->arena, sizeof(**vals) * (c->nq + 1));
+	for (size_t i = 0; i < c->nq; i++)
+		if (!strcmp(c->qk[i], name))
+			(*vals)[n++] = c->qv[i];
+	return n;
+}
+
+int rest_query_check(struct rest_req *rq, const char *const *allowed)
+{
+	const struct ctx *c = ctx_of(rq);
+
+	if (c->query_too_long)
+		return mu_error_set(&rq->err, MU_EINVAL, "", "more than %d query parameters",
+				    MAX_QUERY);
+	for (size_t i = 0; i < c->nq; i++) {
+		const char *const *a = allowed;
+
+		while (*a && strcmp(*a, c->qk[i]))
+			a++;
+		if (!*a) {
+			mu_error_set(&rq->err, MU_EUNKNOWNFIELD, "", "unknown query parameter");
+			snprintf(rq->err.field, sizeof(rq->err.field), "%s", c->qk[i]);
+			return MU_EUNKNOWNFIELD;
+		}
+	}
+	return 0;
+}
+
+const char *rest_header(const struct rest_req *rq, const char *name)
+{
+	const struct ctx *c = ctx_of(rq);
+	h2o_req_t *req = c->req;
+	size_t n = strlen(name);
+
+	if (!req)
+		return NULL;
+	for (size_t i = 0; i < req->headers.size; i++) {
+		const h2o_header_t *h = &req->headers.entries[i];
+
+		if (h->name->len == n && !strncasecmp(h->name->base, name, n))
+			return astrndup(rq->arena, h->value.base, h->value.len);
+	}
+	return NULL;
+}
+
+int rest_body_json(struct rest_req *rq, json_t **out)
+{
+	int ret = jv_parse(rq->body, rq->body_len, out, &rq->err);
+
+	if (ret < 0)
+		return ret;
+	if (!json_is_object(*out)) {
+		json_decref(*out);
+		*out = NULL;
+		return mu_error_set(&rq->err, MU_ETYPE, "", "the body must be a JSON object");
+	}
+	return 0;
+}
+
+const char *rest_scope_path(const struct rest_req *rq)
+{
+	if (rq->who.role == REST_ROLE_ADMIN)
+		return NULL;
+	return rq->who.tenant_path;
+}
+
+bool rest_tenant_visible(const struct rest_req *rq, const char *tenant_path)
+{
+	const char *scope = rest_scope_path(rq);
+	size_t n;
+
+	if (!scope)
+		return true;
+	if (!tenant_path)
+		return false;
+	n = strlen(scope);
+	return !strncmp(scope, tenant_path, n) && (tenant_path[n] == '\0' || tenant_path[n] == '/');
+}
+
+/* ---- deferred work --------------------------------------------------------- */
+
+static int work_run(PGconn *db, struct store_work *w)
+{
+	struct ctx *c = w->arg;
+	int rc = c->fn(db, &c->rq, c->arg);
+
+	if (rc < 0 && !c->rq.err.code)
+		mu_error_set(&c->rq.err, rc, "", "%s", mu_strerror(rc));
+	return rc;
+}
+
+/* Worker thread: hand the context back to the loop. */
+static void work_complete(struct store_work *w)
+{
+	struct ctx *c = w->arg;
+
+	h2o_multithread_send_message(&receiver, &c->msg);
+}
+
+static void finish(struct ctx *c, int rc);
+
+static void on_messages(h2o_multithread_receiver_t *r, h2o_linklist_t *messages)
+{
+	while (!h2o_linklist_is_empty(messages)) {
+		h2o_multithread_message_t *m =
+			H2O_STRUCT_FROM_MEMBER(h2o_multithread_message_t, link, messages->next);
+		struct ctx *c = H2O_STRUCT_FROM_MEMBER(struct ctx, msg, m);
+		int rc = c->work.rc;
+
+		h2o_linklist_unlink(&m->link);
+		c->in_flight = false;
+		if (rc < 0 && !c->rq.err.code)
+			c->rq.err = c->work.err;
+		if (c->done) {
+			rest_done_fn done = c->done;
+
+			c->done = NULL;
+			done(&c->rq, c->arg, rc);
+			if (c->in_flight)
+				continue; /* deferred again */
+			/* done's reply wins; else its error; else the work's */
+			if (c->rq.status || c->text)
+				rc = 0;
+			else if (c->rq.err.code < 0)
+				rc = c->rq.err.code;
+		}
+		finish(c, rc);
+	}
+}
+
+/* Loop thread: the request's work is over; reply or drop it. */
+static void finish(struct ctx *c, int rc)
+{
+	if (c->rq.gone) {
+		ctx_free(c);
+		return;
+	}
+	send_reply(c, rc);
+}
+
+static int defer_common(struct rest_req *rq, int kind, size_t weight, rest_db_fn fn, void *arg,
+			rest_done_fn done)
+{
+	struct ctx *c = ctx_of(rq);
+	int ret;
+
+	memset(&c->work, 0, sizeof(c->work));
+	c->work.kind = kind;
+	c->work.weight = weight;
+	c->work.run = kind ? NULL : work_run;
+	c->work.complete = work_complete;
+	c->work.arg = c;
+	c->fn = fn;
+	c->done = done;
+	c->arg = arg;
+	c->in_flight = true;
+	ret = store_pool_submit(cfg.pool, &c->work);
+	if (ret < 0) {
+		c->in_flight = false;
+		c->done = NULL;
+		return mu_error_set(&rq->err, MU_EUNAVAIL, "", "the database queue is full");
+	}
+	return 0;
+}
+
+/* rest_defer returns 0 even when the queue is full: it replies 503 itself
+ * through the normal path, so callers can always `return rest_defer(...)`. */
+int rest_defer(struct rest_req *rq, rest_db_fn fn, rest_done_fn done, void *arg)
+{
+	struct ctx *c = ctx_of(rq);
+	int ret = defer_common(rq, 0, 1, fn, arg, done);
+
+	if (ret < 0) {
+		c->work.rc = ret;
+		c->work.err = rq->err;
+		c->in_flight = true;
+		c->done = done;
+		c->arg = arg;
+		/* finish through the loop, never re-entering the caller */
+		h2o_multithread_send_message(&receiver, &c->msg);
+	}
+	return 0;
+}
+
+int rest_defer_group(struct rest_req *rq, int kind, size_t weight, void *arg, rest_done_fn done)
+{
+	struct ctx *c = ctx_of(rq);
+	int ret = defer_common(rq, kind, weight, NULL, arg, done);
+
+	if (ret < 0) {
+		c->work.rc = ret;
+		c->work.err = rq->err;
+		c->in_flight = true;
+		c->done = done;
+		c->arg = arg;
+		h2o_multithread_send_message(&receiver, &c->msg);
+	}
+	return 0;
+}
+
+struct rest_req *rest_work_req(struct store_work *w)
+{
+	return &((struct ctx *)w->arg)->rq;
+}
+
+void *rest_work_arg(struct store_work *w)
+{
+	return ((struct ctx *)w->arg)->arg;
+}
+
+/* ---- auth ------------------------------------------------------------------ */
+
+#define AUTH_CACHE_SIZE 1024
+#define AUTH_CACHE_TTL 2.0
+
+struct auth_entry {
+	char sha[65];
+	double expires;
+	int role;
+	int64_t token_id, tenant_id;
+	char *tenant, *tenant_path, *user, *node;
+};
+static struct auth_entry auth_cache[AUTH_CACHE_SIZE];
+
+static void auth_entry_clear(struct auth_entry *e)
+{
+	mu_free(e->tenant);
+	mu_free(e->tenant_path);
+	mu_free(e->user);
+	mu_free(e->node);
+	memset(e, 0, sizeof(*e));
+}
+
+void rest_auth_cache_flush(void)
+{
+	for (size_t i = 0; i < AUTH_CACHE_SIZE; i++)
+		auth_entry_clear(&auth_cache[i]);
+}
+
+static size_t auth_slot(const char *sha)
+{
+	size_t h = 0;
+
+	for (int i = 0; i < 12; i++)
+		h = h * 16 + (size_t)(sha[i] <= '9' ? sha[i] - '0' : sha[i] - 'a' + 10);
+	return h % AUTH_CACHE_SIZE;
+}
+
+static int role_of(const char *s)
+{
+	if (!s)
+		return 0;
+	if (!strcmp(s, "admin"))
+		return REST_ROLE_ADMIN;
+	if (!strcmp(s, "tenant"))
+		return REST_ROLE_TENANT;
+	if (!strcmp(s, "reader"))
+		return REST_ROLE_READER;
+	if (!strcmp(s, "agent"))
+		return REST_ROLE_AGENT;
+	return 0;
+}
+
+static const char *adup(struct mu_arena *a, const char *s)
+{
+	return s ? mu_arena_strdup(a, s) : NULL;
+}
+
+static int auth_lookup(PGconn *db, struct rest_req *rq, void *arg)
+{
+	struct ctx *c = ctx_of(rq);
+	struct store_principal p;
+	int ret;
+
+	ret = store_auth_lookup(db, rq->arena, c->secret, &p, &rq->err);
+	if (ret < 0)
+		return ret;
+	rq->who.role = role_of(p.role);
+	rq->who.token_id = p.token_id;
+	rq->who.tenant_id = p.tenant_id;
+	rq->who.tenant = p.tenant;
+	rq->who.tenant_path = p.tenant_path;
+	rq->who.user = p.user ? p.user : "";
+	rq->who.node = p.node;
+	return 0;
+}
+
+static void dispatch(struct ctx *c);
+
+static void auth_done(struct rest_req *rq, void *arg, int rc)
+{
+	struct ctx *c = ctx_of(rq);
+	struct auth_entry *e;
+
+	if (rc < 0 || rq->gone)
+		return; /* the framework replies with rq->err */
+	e = &auth_cache[auth_slot(c->token_sha)];
+	auth_entry_clear(e);
+	memcpy(e->sha, c->token_sha, sizeof(e->sha));
+	e->expires = now_s() + AUTH_CACHE_TTL;
+	e->role = rq->who.role;
+	e->token_id = rq->who.token_id;
+	e->tenant_id = rq->who.tenant_id;
+	e->tenant = rq->who.tenant ? mu_strdup(rq->who.tenant) : NULL;
+	e->tenant_path = rq->who.tenant_path ? mu_strdup(rq->who.tenant_path) : NULL;
+	e->user = mu_strdup(rq->who.user ? rq->who.user : "");
+	e->node = rq->who.node ? mu_strdup(rq->who.node) : NULL;
+	dispatch(c);
+}
+
+/* 0: principal known (cache hit); 1: lookup deferred; <0: reply with error. */
+static int authenticate(struct ctx *c)
+{
+	struct rest_req *rq = &c->rq;
+	const char *h = rest_header(rq, "authorization");
+	struct auth_entry *e;
+
+	if (!h || strncasecmp(h, "Bearer ", 7))
+		return mu_error_set(&rq->err, MU_EUNAUTH, "", "missing bearer token");
+	h += 7;
+	while (*h == ' ')
+		h++;
+	if (!*h || strlen(h) > 256)
+		return mu_error_set(&rq->err, MU_EUNAUTH, "", "invalid token");
+	c->secret = h;
+	store_auth_hash(h, c->token_sha);
+	e = &auth_cache[auth_slot(c->token_sha)];
+	if (!strcmp(e->sha, c->token_sha) && e->expires > now_s()) {
+		rq->who.role = e->role;
+		rq->who.token_id = e->token_id;
+		rq->who.tenant_id = e->tenant_id;
+		rq->who.tenant = adup(rq->arena, e->tenant);
+		rq->who.tenant_path = adup(rq->arena, e->tenant_path);
+		rq->who.user = adup(rq->arena, e->user);
+		rq->who.node = adup(rq->arena, e->node);
+		return 0;
+	}
+	rest_defer(rq, auth_lookup, auth_done, NULL);
+	return 1;
+}
+
+/* ---- routing ----------------------------------------------------------------- */
+
+static int unhex(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* %xx-decodes (and '+' -> ' ' in queries) into the arena; NULL when the
+ * result is not valid UTF-8 or holds a NUL. */
+static const char *decode(struct mu_arena *a, const char *s, size_t n, bool query)
+{
+	char *o = mu_arena_alloc(a, n + 1);
+	size_t j = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '%' && i + 2 < n && unhex(s[i + 1]) >= 0 && unhex(s[i + 2]) >= 0) {
+			o[j++] = (char)(unhex(s[i + 1]) * 16 + unhex(s[i + 2]));
+			i += 2;
+		} else if (query && s[i] == '+') {
+			o[j++] = ' ';
+		} else {
+			o[j++] = s[i];
+		}
+	}
+	o[j] = '\0';
+	if (memchr(o, '\0', j) || !jv_utf8_valid(o, j))
+		return NULL;
+	return o;
+}
+
+static bool parse_query(struct ctx *c, const char *q, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		size_t end = i, eq;
+
+		while (end < n && q[end] != '&')
+			end++;
+		eq = i;
+		while (eq < end && q[eq] != '=')
+			eq++;
+		if (end > i) {
+			const char *k, *v;
+
+			if (c->nq == MAX_QUERY) {
+				c->query_too_long = true;
+				return true;
+			}
+			k = decode(c->rq.arena, q + i, eq - i, true);
+			v = eq < end ? decode(c->rq.arena, q + eq + 1, end - eq - 1, true) : "";
+			if (!k || !v)
+				return false;
+			c->qk[c->nq] = k;
+			c->qv[c->nq] = v;
+			c->nq++;
+		}
+		i = end + 1;
+	}
+	return true;
+}
+
+/* Matches `path` against a pattern; fills params on success. */
+static bool match(struct ctx *c, const char *pattern, const char *path, size_t plen)
+{
+	const char *p = pattern, *s = path, *end = path + plen;
+
+	c->np = 0;
+	while (*p && s < end) {
+		const char *pseg_end, *sseg_end;
+
+		if (*p != '/' || *s != '/')
+			return false;
+		p++;
+		s++;
+		pseg_end = strchr(p, '/');
+		if (!pseg_end)
+			pseg_end = p + strlen(p);
+		sseg_end = memchr(s, '/', (size_t)(end - s));
+		if (!sseg_end)
+			sseg_end = end;
+		if (*p == '{') {
+			const char *v;
+
+			if (sseg_end == s || c->np == REST_MAX_PARAMS)
+				return false;
+			v = decode(c->rq.arena, s, (size_t)(sseg_end - s), false);
+			if (!v)
+				return false;
+			c->pnames[c->np] = astrndup(c->rq.arena, p + 1,
+							     (size_t)(pseg_end - p - 2));
+			c->pvals[c->np] = v;
+			c->np++;
+		} else if ((size_t)(pseg_end - p) != (size_t)(sseg_end - s) ||
+			   memcmp(p, s, (size_t)(pseg_end - p))) {
+			return false;
+		}
+		p = pseg_end;
+		s = sseg_end;
+	}
+	return !*p && s == end;
+}
+
+static void run_handler(struct ctx *c)
+{
+	const struct rest_route *r = &routes[c->route];
+	int rc = r->handler(&c->rq);
+
+	if (c->in_flight)
+		return; /* deferred: the completion replies */
+	finish(c, rc);
+}
+
+static void dispatch(struct ctx *c)
+{
+	const struct rest_route *r = &routes[c->route];
+
+	if (!(r->roles & c->rq.who.role & 0xff)) {
+		mu_error_set(&c->rq.err, MU_EFORBIDDEN, "", "role not allowed to %s %s", r->method,
+			     r->pattern);
+		finish(c, MU_EFORBIDDEN);
+		return;
+	}
+	run_handler(c);
+}
+
+static int on_req(h2o_handler_t *self, h2o_req_t *req)
+{
+	struct ctx *c = mu_calloc(1, sizeof(*c));
+	struct ctx **slot;
+	size_t plen = req->query_at != SIZE_MAX ? req->query_at : req->path.len;
+	bool path_matched = false;
+	size_t limit;
+	int rc = 0;
+
+	atomic_fetch_add(&inflight_requests, 1);
+	c->t0 = now_s();
+	c->req = req;
+	c->route = -1;
+	mu_arena_init(&c->arena, 8192);
+	c->rq.arena = &c->arena;
+	c->rq.priv = c;
+	c->rq.method = astrndup(&c->arena, req->method.base, req->method.len);
+	c->rq.path = astrndup(&c->arena, req->path.base, plen);
+	c->rq.body = "";
+	slot = h2o_mem_alloc_shared(&req->pool, sizeof(*slot), on_dispose);
+	*slot = c;
+
+	if (req->query_at != SIZE_MAX &&
+	    !parse_query(c, req->path.base + req->query_at + 1, req->path.len - req->query_at - 1)) {
+		rc = mu_error_set(&c->rq.err, MU_EUTF8, "", "the query string is not valid UTF-8");
+		goto out;
+	}
+	for (size_t i = 0; i < NROUTES; i++) {
+		if (!match(c, routes[i].pattern, req->path.base, plen))
+			continue;
+		path_matched = true;
+		if (strlen(routes[i].method) == req->method.len &&
+		    !memcmp(routes[i].method, req->method.base, req->method.len)) {
+			c->route = (int)i;
+			break;
+		}
+	}
+	if (c->route < 0) {
+		c->np = 0;
+		rc = path_matched ? mu_error_set(&c->rq.err, MU_EMETHOD, "", "method not allowed")
+				  : mu_error_set(&c->rq.err, MU_ENOTFOUND, "", "no such resource");
+		goto out;
+	}
+	limit = routes[c->route].roles & REST_BIG_BODY ? cfg.max_batch_body : cfg.max_body;
+	if (req->entity.len > limit) {
+		rc = mu_error_set(&c->rq.err, MU_ETOOBIG, "", "the body is over %zu bytes", limit);
+		goto out;
+	}
+	if (req->entity.base) {
+		char *b = mu_arena_alloc(&c->arena, req->entity.len + 1);
+
+		memcpy(b, req->entity.base, req->entity.len);
+		c->rq.body = b;
+		c->rq.body_len = req->entity.len;
+	}
+	if (routes[c->route].roles & 0xff) {
+		rc = authenticate(c);
+		if (rc == 1)
+			return 0; /* auth_done dispatches */
+		if (rc < 0)
+			goto out;
+		dispatch(c);
+		return 0;
+	}
+	run_handler(c);
+	return 0;
+out:
+	finish(c, rc);
+	return 0;
+}
+
+/* ---- metrics rendering --------------------------------------------------- */
+
+void rest_metrics_render(struct mu_buf *b)
+{
+	static struct route_metrics snap[NROUTES + 1];
+
+	pthread_mutex_lock(&metrics_mu);
+	memcpy(snap, metrics, sizeof(snap));
+	pthread_mutex_unlock(&metrics_mu);
+
+	mu_buf_adds(b, "# HELP muster_http_requests_total HTTP requests answered, by route and status.\n"
+		       "# TYPE muster_http_requests_total counter\n");
+	for (size_t r = 0; r <= NROUTES; r++) {
+		char label[256];
+
+		if (r < NROUTES)
+			snprintf(label, sizeof(label), "%s %s", routes[r].method, routes[r].pattern);
+		else
+			snprintf(label, sizeof(label), "unmatched");
+		for (size_t s = 0; s < NSTATUS; s++) {
+			if (!snap[r].by_status[s])
+				continue;
+			if (s < NSTATUS - 1)
+				mu_buf_addf(b, "muster_http_requests_total{route=\"%s\",status=\"%d\"} %llu\n",
+					    label, known_status[s],
+					    (unsigned long long)snap[r].by_status[s]);
+			else
+				mu_buf_addf(b, "muster_http_requests_total{route=\"%s\",status=\"other\"} %llu\n",
+					    label, (unsigned long long)snap[r].by_status[s]);
+		}
+	}
+	mu_buf_adds(b, "# HELP muster_http_request_duration_seconds Time from request to reply, by route.\n"
+		       "# TYPE muster_http_request_duration_seconds histogram\n");
+	for (size_t r = 0; r <= NROUTES; r++) {
+		char label[256];
+		uint64_t cum = 0;
+
+		if (!snap[r].count)
+			continue;
+		if (r < NROUTES)
+			snprintf(label, sizeof(label), "%s %s", routes[r].method, routes[r].pattern);
+		else
+			snprintf(label, sizeof(label), "unmatched");
+		for (size_t k = 0; k < NBUCKETS; k++) {
+			cum += snap[r].hist[k];
+			mu_buf_addf(b, "muster_http_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} %llu\n",
+				    label, buckets[k], (unsigned long long)cum);
+		}
+		mu_buf_addf(b, "muster_http_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %llu\n",
+			    label, (unsigned long long)snap[r].count);
+		mu_buf_addf(b, "muster_http_request_duration_seconds_sum{route=\"%s\"} %.6f\n", label,
+			    snap[r].sum);
+		mu_buf_addf(b, "muster_http_request_duration_seconds_count{route=\"%s\"} %llu\n", label,
+			    (unsigned long long)snap[r].count);
+	}
+	mu_buf_adds(b, "# HELP muster_db_pool_queue_length Database work items waiting for a worker.\n"
+		       "# TYPE muster_db_pool_queue_length gauge\n");
+	mu_buf_addf(b, "muster_db_pool_queue_length %zu\n", cfg.pool ? store_pool_queued(cfg.pool) : 0);
+	mu_buf_adds(b, "# HELP muster_db_pool_workers Database worker threads (one connection each).\n"
+		       "# TYPE muster_db_pool_workers gauge\n");
+	mu_buf_addf(b, "muster_db_pool_workers %d\n", cfg.pool ? store_pool_workers(cfg.pool) : 0);
+	mu_buf_adds(b, "# HELP muster_http_requests_in_flight Requests received and not yet answered.\n"
+		       "# TYPE muster_http_requests_in_flight gauge\n");
+	mu_buf_addf(b, "muster_http_requests_in_flight %llu\n",
+		    (unsigned long long)atomic_load(&inflight_requests));
+}
+
+/* ---- listening ------------------------------------------------------------- */
+
+static void on_accept(h2o_socket_t *listener, const char *err)
+{
+	h2o_socket_t *sock;
+
+	if (err)
+		return;
+	while ((sock = h2o_evloop_socket_accept(listener)))
+		h2o_accept(&accept_ctx, sock);
+}
+
+static int listen_on(const char *addr, struct mu_error *err)
+{
+	char host[256];
+	const char *colon = strrchr(addr, ':');
+	struct addrinfo hints = { 0 }, *ai = NULL;
+	int fd = -1, one = 1, rc;
+
+	if (!colon || (size_t)(colon - addr) >= sizeof(host))
+		return mu_error_set(err, MU_EINVAL, "http-addr", "expected host:port, got %s", addr);
+	memcpy(host, addr, (size_t)(colon - addr));
+	host[colon - addr] = '\0';
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	rc = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &ai);
+	if (rc)
+		return mu_error_set(err, MU_EINVAL, "http-addr", "%s: %s", addr, gai_strerror(rc));
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 4096) ||
+	    fcntl(fd, F_SETFL, O_NONBLOCK)) {
+		mu_error_set(err, MU_EIO, "http-addr", "cannot listen on %s: %s", addr,
+			     strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		fd = MU_EIO;
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+int rest_server_run(const struct rest_config *config)
+{
+	struct mu_error err = { 0 };
+	h2o_hostconf_t *host;
+	h2o_pathconf_t *path;
+	h2o_handler_t *handler;
+	h2o_socket_t *lsock;
+	struct sigaction sa = { 0 };
+	int fd;
+
+	cfg = *config;
+	signal(SIGPIPE, SIG_IGN);
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	h2o_config_init(&h2o_config);
+	h2o_config.max_request_entity_size = cfg.max_batch_body > cfg.max_body
+						     ? cfg.max_batch_body : cfg.max_body;
+	host = h2o_config_register_host(&h2o_config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+	path = h2o_config_register_path(host, "/", 0);
+	handler = h2o_create_handler(path, sizeof(*handler));
+	handler->on_req = on_req;
+	h2o_context_init(&h2o_ctx, h2o_evloop_create(), &h2o_config);
+	accept_ctx.ctx = &h2o_ctx;
+	accept_ctx.hosts = h2o_config.hosts;
+	mq = h2o_multithread_create_queue(h2o_ctx.loop);
+	h2o_multithread_register_receiver(mq, &receiver, on_messages);
+
+	fd = listen_on(cfg.http_addr, &err);
+	if (fd < 0) {
+		mu_err("http cannot listen: %s", err.msg);
+		return fd;
+	}
+	lsock = h2o_evloop_socket_create(h2o_ctx.loop, fd, H2O_SOCKET_FLAG_DONT_READ);
+	h2o_socket_read_start(lsock, on_accept);
+	mu_info("http listening on %s (%zu routes)", cfg.http_addr, NROUTES);
+
+	while (!stop_requested)
+		h2o_evloop_run(h2o_ctx.loop, 200);
+
+	mu_info("http shutting down");
+	h2o_socket_read_stop(lsock);
+	h2o_socket_close(lsock);
+	return 0;
+}

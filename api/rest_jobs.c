@@ -1,0 +1,416 @@
+/* rest_jobs.c - the jobs endpoints; see docs/api.md "Jobs". */
+#include "rest_jobs.h"
+
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "codec_job.h"
+#include "jv.h"
+#include "rest_server.h"
+#include "store_job.h"
+
+static const char *const states[] = { "PENDING", "STARTING", "RUNNING", "COMPLETED",
+				      "FAILED", "CANCELLED", "TIMEOUT", NULL };
+
+static void sha256_hex(const char *data, size_t len, char hex[65])
+{
+	static const char digits[] = "0123456789abcdef";
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+
+	EVP_Digest(data, len, md, &n, EVP_sha256(), NULL);
+	for (unsigned int i = 0; i < 32; i++) {
+		hex[2 * i] = digits[md[i] >> 4];
+		hex[2 * i + 1] = digits[md[i] & 15];
+	}
+	hex[64] = '\0';
+}
+
+/* The caller's defaults and rights on tenant and user. */
+static int apply_principal(struct rest_req *rq, struct store_job *j, const char *prefix)
+{
+	if (rq->who.role == REST_ROLE_ADMIN) {
+		if (!j->tenant)
+			return jv_fail(&rq->err, MU_EMISSING, prefix, "tenant",
+				       "required with an admin token");
+		if (!j->user)
+			j->user = rq->who.user ? rq->who.user : "";
+		return 0;
+	}
+	if (j->user && strcmp(j->user, rq->who.user ? rq->who.user : ""))
+		return jv_fail(&rq->err, MU_EFORBIDDEN, prefix, "user",
+			       "only an admin may submit for another user");
+	j->user = rq->who.user ? rq->who.user : "";
+	if (!j->tenant)
+		j->tenant = rq->who.tenant;
+	if (!j->tenant)
+		return jv_fail(&rq->err, MU_EMISSING, prefix, "tenant", "required");
+	return 0;
+}
+
+static void encode_jobs(struct rest_req *rq, struct store_job_submit *s)
+{
+	struct mu_buf b = MU_BUF_INIT;
+
+	if (s->batch) {
+		mu_buf_reserve(&b, s->n * 700);
+		mu_buf_adds(&b, "{\"items\":[");
+		for (size_t i = 0; i < s->n; i++) {
+			if (i)
+				mu_buf_addc(&b, ',');
+			codec_job_encode(&s->jobs[i], &b);
+		}
+		mu_buf_adds(&b, "]}");
+	} else {
+		codec_job_encode(&s->jobs[0], &b);
+	}
+	rest_result_text(rq, s->replayed ? 200 : 201, "application/json", b.p, b.len);
+	mu_buf_release(&b);
+	if (s->replayed)
+		rest_add_header(rq, "idempotent-replayed", "true");
+	if (!s->batch) {
+		char loc[48];
+
+		snprintf(loc, sizeof(loc), "/v1/jobs/%lld", (long long)s->jobs[0].id);
+		rest_add_header(rq, "location", loc);
+	}
+}
+
+/* Worker thread: one transaction for the whole group; replies encoded here
+ * so the loop thread only sends them. */
+static void submit_group(PGconn *db, struct store_work **items, size_t n)
+{
+	struct store_job_submit **subs = mu_calloc(n, sizeof(*subs));
+
+	for (size_t i = 0; i < n; i++)
+		subs[i] = rest_work_arg(items[i]);
+	store_job_submit_group(db, subs, n);
+	for (size_t i = 0; i < n; i++) {
+		struct rest_req *rq = rest_work_req(items[i]);
+
+		items[i]->rc = subs[i]->rc < 0 ? subs[i]->rc : 0;
+		if (subs[i]->rc < 0) {
+			items[i]->err = subs[i]->err;
+			rq->err = subs[i]->err;
+		} else {
+			encode_jobs(rq, subs[i]);
+		}
+	}
+	mu_free(subs);
+}
+
+void rest_jobs_init(struct store_pool *pool)
+{
+	store_pool_group(pool, REST_JOBS_GROUP_SUBMIT, submit_group, REST_JOBS_GROUP_MAX);
+}
+
+static int submit(struct rest_req *rq, struct store_job_submit *s)
+{
+	s->scope = rest_scope_path(rq);
+	s->arena = rq->arena;
+	return rest_defer_group(rq, REST_JOBS_GROUP_SUBMIT, s->n, s, NULL);
+}
+
+int rest_jobs_submit(struct rest_req *rq)
+{
+	struct store_job_submit *s = mu_arena_alloc(rq->arena, sizeof(*s));
+	const char *key = rest_header(rq, "idempotency-key");
+	json_t *body = NULL;
+	int ret;
+
+	if (key) {
+		size_t n = strlen(key);
+
+		if (n < 1 || n > 255) {
+			ret = mu_error_set(&rq->err, MU_EINVAL, "Idempotency-Key", "must be 1..255 characters");
+			goto out;
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (key[i] < 0x21 || key[i] > 0x7e) {
+				ret = mu_error_set(&rq->err, MU_EINVAL, "Idempotency-Key",
+						   "must be printable ASCII");
+				goto out;
+			}
+		}
+	}
+	ret = rest_body_json(rq, &body);
+	if (ret < 0)
+		goto out;
+	s->jobs = mu_arena_alloc(rq->arena, sizeof(*s->jobs));
+	s->n = 1;
+	ret = codec_job_decode(body, rq->arena, "", &s->jobs[0], &rq->err);
+	if (ret < 0)
+		goto out;
+	ret = apply_principal(rq, &s->jobs[0], "");
+	if (ret < 0)
+		goto out;
+	if (key) {
+		char *hex = mu_arena_alloc(rq->arena, 65);
+
+		sha256_hex(rq->body, rq->body_len, hex);
+		s->idem_key = key;
+		s->request_sha256 = hex;
+	}
+	/* strings borrowed from `body` must outlive it: keep it with the request */
+	rest_result(rq, 0, body);
+	body = NULL;
+	ret = submit(rq, s);
+out:
+	json_decref(body);
+	return ret;
+}
+
+int rest_jobs_batch(struct rest_req *rq)
+{
+	static const char *const fields[] = { "jobs", NULL };
+	struct store_job_submit *s = mu_arena_alloc(rq->arena, sizeof(*s));
+	json_t *body = NULL, *jobs, *item;
+	size_t i;
+	int ret;
+
+	ret = rest_body_json(rq, &body);
+	if (ret < 0)
+		goto out;
+	ret = jv_object(body, fields, "", "", &rq->err);
+	if (ret < 0)
+		goto out;
+	jobs = json_object_get(body, "jobs");
+	if (!jobs || json_is_null(jobs)) {
+		ret = mu_error_set(&rq->err, MU_EMISSING, "jobs", "required");
+		goto out;
+	}
+	if (!json_is_array(jobs)) {
+		ret = mu_error_set(&rq->err, MU_ETYPE, "jobs", "must be an array of jobs");
+		goto out;
+	}
+	if (json_array_size(jobs) < 1 || json_array_size(jobs) > CODEC_JOB_MAX_BATCH) {
+		ret = mu_error_set(&rq->err, MU_ERANGE, "jobs", "must hold 1..%d jobs",
+				   CODEC_JOB_MAX_BATCH);
+		goto out;
+	}
+	s->n = json_array_size(jobs);
+	s->batch = true;
+	s->jobs = mu_arena_alloc(rq->arena, sizeof(*s->jobs) * s->n);
+	json_array_foreach(jobs, i, item) {
+		char prefix[32];
+
+		snprintf(prefix, sizeof(prefix), "jobs.%zu.", i);
+		if (!json_is_object(item)) {
+			ret = mu_error_set(&rq->err, MU_ETYPE, "", "must be a job object");
+			snprintf(rq->err.field, sizeof(rq->err.field), "jobs.%zu", i);
+			goto out;
+		}
+		ret = codec_job_decode(item, rq->arena, prefix, &s->jobs[i], &rq->err);
+		if (ret < 0)
+			goto out;
+		ret = apply_principal(rq, &s->jobs[i], prefix);
+		if (ret < 0)
+			goto out;
+	}
+	rest_result(rq, 0, body);
+	body = NULL;
+	ret = submit(rq, s);
+out:
+	json_decref(body);
+	return ret;
+}
+
+static int parse_id(struct rest_req *rq, int64_t *id)
+{
+	const char *s = rest_param(rq, "id");
+	char *end = NULL;
+	long long v;
+
+	if (!s || !*s || *s < '0' || *s > '9')
+		goto bad;
+	v = strtoll(s, &end, 10);
+	if (*end || v < 1)
+		goto bad;
+	*id = v;
+	return 0;
+bad:
+	return mu_error_set(&rq->err, MU_ENOTFOUND, "", "no such job");
+}
+
+struct list_arg {
+	struct store_job_filter f;
+	struct store_job_page page;
+};
+
+static int list_run(PGconn *db, struct rest_req *rq, void *arg)
+{
+	struct list_arg *la = arg;
+	struct mu_buf b = MU_BUF_INIT;
+	int ret;
+
+	ret = store_job_list(db, rq->arena, rest_scope_path(rq), &la->f, &la->page, &rq->err);
+	if (ret < 0)
+		return ret;
+	mu_buf_reserve(&b, la->page.n * 800 + 64);
+	mu_buf_adds(&b, "{\"items\":[");
+	for (size_t i = 0; i < la->page.n; i++) {
+		if (i)
+			mu_buf_addc(&b, ',');
+		codec_job_encode(&la->page.items[i], &b);
+	}
+	mu_buf_adds(&b, "],\"next_cursor\":");
+	if (la->page.next_after)
+		mu_buf_addf(&b, "\"%lld\"", (long long)la->page.next_after);
+	else
+		mu_buf_adds(&b, "null");
+	mu_buf_addc(&b, '}');
+	rest_result_text(rq, 200, "application/json", b.p, b.len);
+	mu_buf_release(&b);
+	return 0;
+}
+
+static bool parse_int(const char *s, long long lo, long long hi, long long *out)
+{
+	char *end = NULL;
+	long long v;
+
+	if (!s || !*s || !((*s >= '0' && *s <= '9') || *s == '-'))
+		return false;
+	v = strtoll(s, &end, 10);
+	if (*end || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+int rest_jobs_list(struct rest_req *rq)
+{
+	static const char *const allowed[] = { "state", "tenant", "user", "label", "limit",
+					       "cursor", NULL };
+	struct list_arg *la = mu_arena_alloc(rq->arena, sizeof(*la));
+	const char **vals, **labels;
+	const char *s;
+	size_t nv, nl;
+	long long v;
+	int ret;
+
+	ret = rest_query_check(rq, allowed);
+	if (ret < 0)
+		return ret;
+	la->f.limit = 100;
+	if ((s = rest_query(rq, "limit"))) {
+		if (!parse_int(s, 1, 1000, &v))
+			return mu_error_set(&rq->err, MU_ERANGE, "limit", "must be an integer 1..1000");
+		la->f.limit = (int)v;
+	}
+	if ((s = rest_query(rq, "cursor")) && *s) {
+		if (!parse_int(s, 0, INT64_MAX, &v))
+			return mu_error_set(&rq->err, MU_EINVAL, "cursor", "not a cursor from this API");
+		la->f.after_id = v;
+	}
+	nv = rest_query_all(rq, "state", &vals);
+	if (nv) {
+		const char **st = mu_arena_alloc(rq->arena, sizeof(*st) * 64);
+		size_t n = 0;
+
+		for (size_t i = 0; i < nv; i++) {
+			const char *tok = vals[i];
+
+			for (;;) {
+				const char *comma = strchr(tok, ',');
+				size_t len = comma ? (size_t)(comma - tok) : strlen(tok);
+				const char *const *k = states;
+
+				while (*k && (strlen(*k) != len || strncmp(*k, tok, len)))
+					k++;
+				if (!*k)
+					return mu_error_set(&rq->err, MU_EINVAL, "state",
+							    "unknown state %.*s", (int)(len > 32 ? 32 : len), tok);
+				if (n < 64)
+					st[n++] = *k;
+				if (!comma)
+					break;
+				tok = comma + 1;
+			}
+		}
+		la->f.states = st;
+		la->f.nstates = n;
+	}
+	la->f.tenant = rest_query(rq, "tenant");
+	la->f.user = rest_query(rq, "user");
+	nl = rest_query_all(rq, "label", &labels);
+	if (nl) {
+		struct mu_buf b = MU_BUF_INIT;
+
+		mu_buf_addc(&b, '{');
+		for (size_t i = 0; i < nl; i++) {
+			const char *eq = strchr(labels[i], '=');
+
+			if (!eq || eq == labels[i]) {
+				mu_buf_release(&b);
+				return mu_error_set(&rq->err, MU_EINVAL, "label", "expected key=value");
+			}
+			if (i)
+				mu_buf_addc(&b, ',');
+			mu_buf_add_json_str(&b, labels[i], (size_t)(eq - labels[i]));
+			mu_buf_addc(&b, ':');
+			mu_buf_add_json_strz(&b, eq + 1);
+		}
+		mu_buf_addc(&b, '}');
+		la->f.labels = mu_arena_strdup(rq->arena, b.p);
+		mu_buf_release(&b);
+	}
+	return rest_defer(rq, list_run, NULL, la);
+}
+
+static int get_run(PGconn *db, struct rest_req *rq, void *arg)
+{
+	int64_t *id = arg;
+	struct store_job job;
+	struct mu_buf b = MU_BUF_INIT;
+	int ret;
+
+	ret = store_job_get(db, rq->arena, rest_scope_path(rq), *id, &job, &rq->err);
+	if (ret < 0)
+		return ret;
+	codec_job_encode(&job, &b);
+	rest_result_text(rq, 200, "application/json", b.p, b.len);
+	mu_buf_release(&b);
+	return 0;
+}
+
+int rest_jobs_get(struct rest_req *rq)
+{
+	int64_t *id = mu_arena_alloc(rq->arena, sizeof(*id));
+	int ret = parse_id(rq, id);
+
+	if (ret < 0)
+		return ret;
+	return rest_defer(rq, get_run, NULL, id);
+}
+
+static int cancel_run(PGconn *db, struct rest_req *rq, void *arg)
+{
+	int64_t *id = arg;
+	struct store_job job;
+	struct mu_buf b = MU_BUF_INIT;
+	char who[96];
+	int ret;
+
+	snprintf(who, sizeof(who), "token:%lld", (long long)rq->who.token_id);
+	ret = store_job_cancel(db, rq->arena, rest_scope_path(rq), *id, who, &job, &rq->err);
+	if (ret < 0)
+		return ret;
+	codec_job_encode(&job, &b);
+	rest_result_text(rq, 200, "application/json", b.p, b.len);
+	mu_buf_release(&b);
+	return 0;
+}
+
+int rest_jobs_cancel(struct rest_req *rq)
+{
+	int64_t *id = mu_arena_alloc(rq->arena, sizeof(*id));
+	int ret = parse_id(rq, id);
+
+	if (ret < 0)
+		return ret;
+	return rest_defer(rq, cancel_run, NULL, id);
+}

@@ -1,0 +1,18 @@
+/*
+ * rest_jobs.h - the jobs endpoints (POST /v1/jobs, batch, list, get,
+ * cancel). Handlers are declared by routes.def; this is their setup.
+ */
+#ifndef MU_REST_JOBS_H
+#define MU_REST_JOBS_H
+
+#include "pool.h"
+
+/* Pool group kind for submits (one transaction per group). */
+#define REST_JOBS_GROUP_SUBMIT 1
+/* Jobs per group transaction (a batch larger than this still goes alone). */
+#define REST_JOBS_GROUP_MAX 4096
+
+/* Registers the submit group with the pool. Call once before serving. */
+void rest_jobs_init(struct store_pool *pool);
+
+#endif

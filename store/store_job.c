@@ -1,0 +1,799 @@
+/* store_job.c - see store_job.h. */
+#include "store_job.h"
+
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "buf.h"
+#include "log.h"
+
+#define TS(col) "to_char((" col ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
+#define JOB_COLS                                                                                   \
+	"j.id, j.state, t.name, j.user_name, j.name, pc.name, j.nodes, coalesce(j.min_nodes, 0),"   \
+	" j.gpus_per_node, j.gpu_model, j.procs_per_node, j.topology_required,"                     \
+	" j.topology_preferred, j.time_limit, j.command::text, j.env::text, j.labels::text,"         \
+	" j.dependencies::text, j.workdir, j.max_retries, j.retries, j.pending_reason,"              \
+	" j.pending_message, " TS("j.planned_start") ", j.exit_code, j.end_reason, "                 \
+	TS("j.created_at") ", " TS("j.started_at") ", " TS("j.ended_at") ", t.path"
+#define JOB_NCOLS 30
+#define JOB_FROM                                                                                   \
+	" FROM jobs j JOIN tenants t ON t.id = j.tenant_id"                                         \
+	" JOIN priority_classes pc ON pc.id = j.priority_class_id"
+#define IN_SCOPE(p) "(" p "::text IS NULL OR t.path = " p " OR starts_with(t.path, " p " || '/'))"
+
+static const char *cdup(struct mu_arena *a, const PGresult *r, int row, int col)
+{
+	return mu_arena_strdup(a, store_db_get(r, row, col));
+}
+
+static const char *cdup_null(struct mu_arena *a, const PGresult *r, int row, int col)
+{
+	return store_db_is_null(r, row, col) ? NULL : cdup(a, r, row, col);
+}
+
+/* Reads JOB_COLS starting at column `b`. */
+static void row_to_job(struct mu_arena *a, const PGresult *r, int row, int b, struct store_job *j)
+{
+	memset(j, 0, sizeof(*j));
+	j->id = store_db_get_int64(r, row, b + 0);
+	j->state = cdup(a, r, row, b + 1);
+	j->tenant = cdup(a, r, row, b + 2);
+	j->user = cdup(a, r, row, b + 3);
+	j->name = cdup(a, r, row, b + 4);
+	j->priority_class = cdup(a, r, row, b + 5);
+	j->nodes = store_db_get_int64(r, row, b + 6);
+	j->min_nodes = store_db_get_int64(r, row, b + 7);
+	j->gpus_per_node = store_db_get_int64(r, row, b + 8);
+	j->gpu_model = cdup(a, r, row, b + 9);
+	j->procs_per_node = store_db_get_int64(r, row, b + 10);
+	j->topo_required = cdup(a, r, row, b + 11);
+	j->topo_preferred = cdup(a, r, row, b + 12);
+	j->time_limit = store_db_get_int64(r, row, b + 13);
+	j->command = cdup(a, r, row, b + 14);
+	j->env = cdup(a, r, row, b + 15);
+	j->labels = cdup(a, r, row, b + 16);
+	j->dependencies = cdup(a, r, row, b + 17);
+	j->workdir = cdup(a, r, row, b + 18);
+	j->max_retries = store_db_get_int64(r, row, b + 19);
+	j->retries = store_db_get_int64(r, row, b + 20);
+	j->pending_reason = cdup(a, r, row, b + 21);
+	j->pending_message = cdup(a, r, row, b + 22);
+	j->planned_start = cdup_null(a, r, row, b + 23);
+	j->has_exit_code = !store_db_is_null(r, row, b + 24);
+	j->exit_code = store_db_get_int64(r, row, b + 24);
+	j->end_reason = cdup(a, r, row, b + 25);
+	j->created_at = cdup(a, r, row, b + 26);
+	j->started_at = cdup_null(a, r, row, b + 27);
+	j->ended_at = cdup_null(a, r, row, b + 28);
+	j->tenant_path = cdup(a, r, row, b + 29);
+}
+
+/* A PostgreSQL array literal of text elements. */
+static void add_pg_text(struct mu_buf *b, const char *s)
+{
+	mu_buf_addc(b, '"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			mu_buf_addc(b, '\\');
+		mu_buf_addc(b, *s);
+	}
+	mu_buf_addc(b, '"');
+}
+
+/* ---- submit ---------------------------------------------------------------- */
+
+struct tenant_info {
+	const char *name;
+	int64_t id;
+	const char *path;
+	bool has_max_pending;
+	int64_t max_pending;
+	int64_t max_time;  /* 0 = none */
+	int64_t pending;   /* counted now + accepted in this group */
+	bool found;
+};
+
+struct class_info {
+	const char *name;
+	int64_t id;
+	int64_t default_time, max_time; /* max 0 = none */
+	bool is_default;
+};
+
+struct group_ctx {
+	struct mu_arena a;
+	struct tenant_info *tenants;
+	size_t ntenants, tcap;
+	struct class_info *classes;
+	size_t nclasses;
+	PGresult *deps;    /* id, path */
+	PGresult *idem;    /* tenant_id, key, sha, JOB_COLS */
+};
+
+static struct tenant_info *tenant_find(struct group_ctx *g, const char *name)
+{
+	for (size_t i = 0; i < g->ntenants; i++)
+		if (!strcmp(g->tenants[i].name, name))
+			return &g->tenants[i];
+	return NULL;
+}
+
+static const struct class_info *class_find(const struct group_ctx *g, const char *name)
+{
+	for (size_t i = 0; i < g->nclasses; i++)
+		if (name ? !strcmp(g->classes[i].name, name) : g->classes[i].is_default)
+			return &g->classes[i];
+	return NULL;
+}
+
+static bool scope_sees(const char *scope, const char *path)
+{
+	size_t n;
+
+	if (!scope)
+		return true;
+	n = strlen(scope);
+	return !strncmp(scope, path, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+static int fail_req(struct store_job_submit *s, int code, size_t job, const char *field,
+		    const char *msg)
+{
+	mu_error_set(&s->err, code, "", "%s", msg);
+	if (s->batch)
+		snprintf(s->err.field, sizeof(s->err.field), "jobs.%zu.%s", job, field);
+	else
+		snprintf(s->err.field, sizeof(s->err.field), "%s", field);
+	if (!field[0] && s->err.field[0] && s->batch)
+		snprintf(s->err.field, sizeof(s->err.field), "jobs.%zu", job);
+	s->rc = code;
+	return code;
+}
+
+static int load_refs(PGconn *c, struct group_ctx *g, struct store_job_submit **reqs, size_t n,
+		     struct mu_error *err)
+{
+	static const char tenants_sql[] =
+		"SELECT t.name, t.id, t.path, q.max_pending_jobs, coalesce(q.max_time_limit, 0),"
+		"       CASE WHEN q.max_pending_jobs IS NOT NULL THEN"
+		"         (SELECT count(*) FROM jobs j WHERE j.tenant_id = t.id AND j.state = 'PENDING')"
+		"       ELSE 0 END"
+		"  FROM tenants t LEFT JOIN quotas q ON q.tenant_id = t.id AND q.gpu_model = ''"
+		" WHERE t.name = ANY($1::text[])";
+	static const char classes_sql[] =
+		"SELECT name, id, default_time_limit, coalesce(max_time_limit, 0), is_default"
+		"  FROM priority_classes";
+	static const char deps_sql[] =
+		"SELECT j.id, t.path FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
+		" WHERE j.id = ANY($1::bigint[])";
+	struct mu_buf names = MU_BUF_INIT, deps = MU_BUF_INIT;
+	PGresult *r = NULL;
+	const char *p[1];
+	size_t ndeps = 0;
+	int ret;
+
+	mu_buf_addc(&names, '{');
+	mu_buf_addc(&deps, '{');
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < reqs[i]->n; k++) {
+			const struct store_job *j = &reqs[i]->jobs[k];
+
+			if (!tenant_find(g, j->tenant)) {
+				g->tenants = mu_grow(g->tenants, &g->tcap, g->ntenants + 1,
+						     sizeof(*g->tenants));
+				memset(&g->tenants[g->ntenants], 0, sizeof(*g->tenants));
+				g->tenants[g->ntenants++].name = j->tenant;
+				if (names.len > 1)
+					mu_buf_addc(&names, ',');
+				add_pg_text(&names, j->tenant);
+			}
+			for (size_t d = 0; d < j->ndeps; d++) {
+				if (ndeps++)
+					mu_buf_addc(&deps, ',');
+				mu_buf_add_int(&deps, j->dep_ids[d]);
+			}
+		}
+	}
+	mu_buf_addc(&names, '}');
+	mu_buf_addc(&deps, '}');
+
+	p[0] = names.p;
+	ret = store_db_exec(c, tenants_sql, 1, p, &r, err);
+	if (ret < 0)
+		goto out;
+	for (int i = 0; i < store_db_nrows(r); i++) {
+		struct tenant_info *t = tenant_find(g, store_db_get(r, i, 0));
+
+		if (!t)
+			continue;
+		t->found = true;
+		t->id = store_db_get_int64(r, i, 1);
+		t->path = cdup(&g->a, r, i, 2);
+		t->has_max_pending = !store_db_is_null(r, i, 3);
+		t->max_pending = store_db_get_int64(r, i, 3);
+		t->max_time = store_db_get_int64(r, i, 4);
+		t->pending = store_db_get_int64(r, i, 5);
+	}
+	store_db_clear(r);
+	r = NULL;
+
+	ret = store_db_exec(c, classes_sql, 0, NULL, &r, err);
+	if (ret < 0)
+		goto out;
+	g->nclasses = (size_t)store_db_nrows(r);
+	g->classes = mu_arena_alloc(&g->a, sizeof(*g->classes) * (g->nclasses + 1));
+	for (size_t i = 0; i < g->nclasses; i++) {
+		struct class_info *k = &g->classes[i];
+
+		k->name = cdup(&g->a, r, (int)i, 0);
+		k->id = store_db_get_int64(r, (int)i, 1);
+		k->default_time = store_db_get_int64(r, (int)i, 2);
+		k->max_time = store_db_get_int64(r, (int)i, 3);
+		k->is_default = store_db_get_bool(r, (int)i, 4);
+	}
+	store_db_clear(r);
+	r = NULL;
+
+	if (ndeps) {
+		p[0] = deps.p;
+		ret = store_db_exec(c, deps_sql, 1, p, &g->deps, err);
+	}
+out:
+	store_db_clear(r);
+	mu_buf_release(&names);
+	mu_buf_release(&deps);
+	return ret;
+}
+
+static const char *dep_path(const struct group_ctx *g, int64_t id)
+{
+	for (int i = 0; g->deps && i < store_db_nrows(g->deps); i++)
+		if (store_db_get_int64(g->deps, i, 0) == id)
+			return store_db_get(g->deps, i, 1);
+	return NULL;
+}
+
+/* Checks one request against the database's view; resolves tenant_id etc.
+ * into the per-job side arrays. */
+static int validate(struct group_ctx *g, struct store_job_submit *s, int64_t *tenant_ids,
+		    int64_t *class_ids)
+{
+	for (size_t k = 0; k < s->n; k++) {
+		struct store_job *j = &s->jobs[k];
+		struct tenant_info *t = tenant_find(g, j->tenant);
+		const struct class_info *pc = class_find(g, j->priority_class);
+		int64_t cap;
+
+		if (!t || !t->found || !scope_sees(s->scope, t->path))
+			return fail_req(s, MU_ENOTFOUND, k, "tenant", "no such tenant");
+		if (!pc)
+			return fail_req(s, MU_EINVAL, k, "priority_class",
+					j->priority_class ? "no such priority class"
+							  : "no default priority class");
+		cap = pc->max_time;
+		if (t->max_time && (!cap || t->max_time < cap))
+			cap = t->max_time;
+		if (!j->time_limit) {
+			j->time_limit = pc->default_time;
+			if (cap && j->time_limit > cap)
+				j->time_limit = cap;
+		} else if (cap && j->time_limit > cap) {
+			char msg[128];
+
+			snprintf(msg, sizeof(msg), "over the maximum of %lld seconds", (long long)cap);
+			return fail_req(s, MU_ERANGE, k, "time_limit", msg);
+		}
+		for (size_t d = 0; d < j->ndeps; d++) {
+			const char *path = dep_path(g, j->dep_ids[d]);
+
+			if (!path || !scope_sees(s->scope, path)) {
+				char field[64];
+
+				snprintf(field, sizeof(field), "dependencies.%zu.job_id", d);
+				return fail_req(s, MU_EINVAL, k, field, "no such job");
+			}
+		}
+		j->tenant_path = t->path;
+		j->priority_class = pc->name;
+		tenant_ids[k] = t->id;
+		class_ids[k] = pc->id;
+	}
+	/* quota on pending jobs, counting what this group already accepted */
+	for (size_t k = 0; k < s->n; k++) {
+		struct tenant_info *t = tenant_find(g, s->jobs[k].tenant);
+		size_t same = 0;
+
+		if (!t->has_max_pending)
+			continue;
+		for (size_t m = 0; m < s->n; m++)
+			same += !strcmp(s->jobs[m].tenant, t->name);
+		if (t->pending + (int64_t)same > t->max_pending) {
+			char msg[160];
+
+			snprintf(msg, sizeof(msg), "tenant %s may have at most %lld pending jobs",
+				 t->name, (long long)t->max_pending);
+			mu_error_set(&s->err, MU_EQUOTA, "", "%s", msg);
+			s->rc = MU_EQUOTA;
+			return MU_EQUOTA;
+		}
+	}
+	for (size_t k = 0; k < s->n; k++)
+		tenant_find(g, s->jobs[k].tenant)->pending++;
+	return 0;
+}
+
+static int load_idem(PGconn *c, struct group_ctx *g, struct store_job_submit **reqs, size_t n,
+		     struct mu_error *err)
+{
+	static const char sql[] =
+		"SELECT j.tenant_id, j.idempotency_key, coalesce(j.request_sha256, ''), " JOB_COLS
+		JOB_FROM
+		" WHERE (j.tenant_id, j.idempotency_key) IN"
+		"       (SELECT * FROM unnest($1::bigint[], $2::text[]))";
+	struct mu_buf ids = MU_BUF_INIT, keys = MU_BUF_INIT;
+	const char *p[2];
+	size_t m = 0;
+	int ret = 0;
+
+	mu_buf_addc(&ids, '{');
+	mu_buf_addc(&keys, '{');
+	for (size_t i = 0; i < n; i++) {
+		struct tenant_info *t;
+
+		if (!reqs[i]->idem_key || reqs[i]->n != 1)
+			continue;
+		t = tenant_find(g, reqs[i]->jobs[0].tenant);
+		if (!t || !t->found)
+			continue;
+		if (m++) {
+			mu_buf_addc(&ids, ',');
+			mu_buf_addc(&keys, ',');
+		}
+		mu_buf_add_int(&ids, t->id);
+		add_pg_text(&keys, reqs[i]->idem_key);
+	}
+	mu_buf_addc(&ids, '}');
+	mu_buf_addc(&keys, '}');
+	if (m) {
+		p[0] = ids.p;
+		p[1] = keys.p;
+		ret = store_db_exec(c, sql, 2, p, &g->idem, err);
+	}
+	mu_buf_release(&ids);
+	mu_buf_release(&keys);
+	return ret;
+}
+
+static void add_json_opt_str(struct mu_buf *b, const char *k, const char *v)
+{
+	mu_buf_addf(b, ",\"%s\":", k);
+	mu_buf_add_json_strz(b, v);
+}
+
+static void add_row(struct mu_buf *b, const struct store_job *j, int64_t id, int64_t tenant_id,
+		    int64_t class_id, const struct store_job_submit *s)
+{
+	mu_buf_addf(b, "{\"id\":%lld,\"tenant_id\":%lld,\"priority_class_id\":%lld", (long long)id,
+		    (long long)tenant_id, (long long)class_id);
+	add_json_opt_str(b, "user_name", j->user ? j->user : "");
+	add_json_opt_str(b, "name", j->name ? j->name : "");
+	mu_buf_addf(b, ",\"nodes\":%lld,\"gpus_per_node\":%lld,\"procs_per_node\":%lld",
+		    (long long)j->nodes, (long long)j->gpus_per_node, (long long)j->procs_per_node);
+	if (j->min_nodes > 0)
+		mu_buf_addf(b, ",\"min_nodes\":%lld", (long long)j->min_nodes);
+	mu_buf_addf(b, ",\"time_limit\":%lld,\"max_retries\":%lld", (long long)j->time_limit,
+		    (long long)j->max_retries);
+	add_json_opt_str(b, "gpu_model", j->gpu_model ? j->gpu_model : "");
+	add_json_opt_str(b, "topology_required", j->topo_required ? j->topo_required : "");
+	add_json_opt_str(b, "topology_preferred", j->topo_preferred ? j->topo_preferred : "");
+	add_json_opt_str(b, "workdir", j->workdir ? j->workdir : "");
+	mu_buf_adds(b, ",\"command\":");
+	mu_buf_adds(b, j->command ? j->command : "[]");
+	mu_buf_adds(b, ",\"env\":");
+	mu_buf_adds(b, j->env ? j->env : "{}");
+	mu_buf_adds(b, ",\"labels\":");
+	mu_buf_adds(b, j->labels ? j->labels : "{}");
+	mu_buf_adds(b, ",\"dependencies\":");
+	mu_buf_adds(b, j->dependencies ? j->dependencies : "[]");
+	if (s->idem_key) {
+		add_json_opt_str(b, "idempotency_key", s->idem_key);
+		add_json_opt_str(b, "request_sha256", s->request_sha256);
+	}
+	mu_buf_addc(b, '}');
+}
+
+static int insert_jobs(PGconn *c, struct store_job_submit **reqs, size_t n, int64_t **tids,
+		       int64_t **cids, size_t total, struct mu_error *err)
+{
+	static const char ids_sql[] =
+		"SELECT nextval('jobs_id_seq'), " TS("now()") " FROM generate_series(1, $1::int)";
+	static const char ins_sql[] =
+		"WITH ins AS (INSERT INTO jobs (id, tenant_id, user_name, name, priority_class_id,"
+		"   nodes, min_nodes, gpus_per_node, gpu_model, procs_per_node, topology_required,"
+		"   topology_preferred, time_limit, command, env, workdir, dependencies, max_retries,"
+		"   labels, idempotency_key, request_sha256)"
+		" SELECT r.id, r.tenant_id, r.user_name, r.name, r.priority_class_id, r.nodes,"
+		"   r.min_nodes, r.gpus_per_node, r.gpu_model, r.procs_per_node, r.topology_required,"
+		"   r.topology_preferred, r.time_limit, r.command, r.env, r.workdir, r.dependencies,"
+		"   r.max_retries, r.labels, r.idempotency_key, r.request_sha256"
+		"   FROM json_to_recordset($1::json) AS r(id bigint, tenant_id bigint, user_name text,"
+		"     name text, priority_class_id int, nodes int, min_nodes int, gpus_per_node int,"
+		"     gpu_model text, procs_per_node int, topology_required text,"
+		"     topology_preferred text, time_limit int, command jsonb, env jsonb, workdir text,"
+		"     dependencies jsonb, max_retries int, labels jsonb, idempotency_key text,"
+		"     request_sha256 text)"
+		"   RETURNING id, tenant_id),"
+		" ev AS (INSERT INTO events (kind, tenant_id, job_id)"
+		"   SELECT 'job.submitted', tenant_id, id FROM ins)"
+		" SELECT count(pg_notify('muster_sched', 'submit:' || id)) FROM ins";
+	struct mu_buf rows = MU_BUF_INIT;
+	char nbuf[24];
+	const char *p[1];
+	PGresult *r = NULL;
+	size_t at = 0;
+	int ret;
+
+	snprintf(nbuf, sizeof(nbuf), "%zu", total);
+	p[0] = nbuf;
+	ret = store_db_exec(c, ids_sql, 1, p, &r, err);
+	if (ret < 0)
+		goto out;
+	mu_buf_reserve(&rows, total * 512);
+	mu_buf_addc(&rows, '[');
+	for (size_t i = 0; i < n; i++) {
+		struct store_job_submit *s = reqs[i];
+
+		if (s->rc != 0 || s->replayed)
+			continue;
+		for (size_t k = 0; k < s->n; k++, at++) {
+			struct store_job *j = &s->jobs[k];
+
+			j->id = store_db_get_int64(r, (int)at, 0);
+			j->created_at = mu_arena_strdup(s->arena, store_db_get(r, (int)at, 1));
+			j->state = "PENDING";
+			j->pending_reason = "Priority";
+			j->pending_message = "";
+			j->end_reason = "";
+			j->tenant = mu_arena_strdup(s->arena, j->tenant);
+			j->tenant_path = mu_arena_strdup(s->arena, j->tenant_path);
+			j->priority_class = mu_arena_strdup(s->arena, j->priority_class);
+			if (at)
+				mu_buf_addc(&rows, ',');
+			add_row(&rows, j, j->id, tids[i][k], cids[i][k], s);
+		}
+	}
+	mu_buf_addc(&rows, ']');
+	p[0] = rows.p;
+	ret = store_db_exec(c, ins_sql, 1, p, NULL, err);
+out:
+	store_db_clear(r);
+	mu_buf_release(&rows);
+	return ret;
+}
+
+/* The idempotent replay of request s, from the database or an earlier
+ * request of this group. */
+static bool find_replay(struct group_ctx *g, struct store_job_submit *s, int64_t tenant_id)
+{
+	for (int r = 0; g->idem && r < store_db_nrows(g->idem); r++) {
+		if (store_db_get_int64(g->idem, r, 0) != tenant_id ||
+		    strcmp(store_db_get(g->idem, r, 1), s->idem_key))
+			continue;
+		if (strcmp(store_db_get(g->idem, r, 2), s->request_sha256)) {
+			mu_error_set(&s->err, MU_EIDEMPOTENCY, "Idempotency-Key",
+				     "this key was used with a different request");
+			s->rc = MU_EIDEMPOTENCY;
+			return true;
+		}
+		row_to_job(s->arena, g->idem, r, 3, &s->jobs[0]);
+		s->replayed = true;
+		return true;
+	}
+	return false;
+}
+
+static void copy_replay_in_group(struct store_job_submit **reqs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct store_job_submit *s = reqs[i];
+
+		if (!s->idem_key || s->n != 1 || s->rc != 1)
+			continue;
+		/* rc 1 marks "same key as an earlier request of this group" */
+		s->rc = 0;
+		for (size_t e = 0; e < i; e++) {
+			struct store_job_submit *o = reqs[e];
+
+			if (!o->idem_key || o->n != 1 || o->rc != 0 ||
+			    strcmp(o->jobs[0].tenant, s->jobs[0].tenant) || strcmp(o->idem_key, s->idem_key))
+				continue;
+			if (strcmp(o->request_sha256, s->request_sha256)) {
+				mu_error_set(&s->err, MU_EIDEMPOTENCY, "Idempotency-Key",
+					     "this key was used with a different request");
+				s->rc = MU_EIDEMPOTENCY;
+			} else {
+				s->jobs[0] = o->jobs[0];
+				s->jobs[0].state = "PENDING";
+				s->replayed = true;
+			}
+			break;
+		}
+	}
+}
+
+static int submit_once(PGconn *c, struct store_job_submit **reqs, size_t n, struct mu_error *err)
+{
+	struct group_ctx g;
+	int64_t **tids = mu_calloc(n, sizeof(*tids)), **cids = mu_calloc(n, sizeof(*cids));
+	size_t total = 0;
+	int ret;
+
+	memset(&g, 0, sizeof(g));
+	mu_arena_init(&g.a, 0);
+	for (size_t i = 0; i < n; i++) {
+		reqs[i]->rc = 0;
+		reqs[i]->replayed = false;
+		mu_error_clear(&reqs[i]->err);
+		tids[i] = mu_calloc(reqs[i]->n + 1, sizeof(**tids));
+		cids[i] = mu_calloc(reqs[i]->n + 1, sizeof(**cids));
+	}
+	/* Job ids become visible in order: see store_job.h. */
+	ret = store_db_exec_simple(c, "BEGIN; SELECT pg_advisory_xact_lock(7887321460016)", err);
+	if (ret < 0)
+		goto out;
+	ret = load_refs(c, &g, reqs, n, err);
+	if (ret < 0)
+		goto out_rollback;
+	ret = load_idem(c, &g, reqs, n, err);
+	if (ret < 0)
+		goto out_rollback;
+	for (size_t i = 0; i < n; i++) {
+		struct store_job_submit *s = reqs[i];
+
+		if (s->idem_key && s->n == 1) {
+			struct tenant_info *t = tenant_find(&g, s->jobs[0].tenant);
+			bool earlier = false;
+
+			if (t && t->found && scope_sees(s->scope, t->path) &&
+			    find_replay(&g, s, t->id))
+				continue;
+			for (size_t e = 0; e < i; e++)
+				earlier |= reqs[e]->idem_key && reqs[e]->n == 1 && reqs[e]->rc == 0 &&
+					   !reqs[e]->replayed &&
+					   !strcmp(reqs[e]->jobs[0].tenant, s->jobs[0].tenant) &&
+					   !strcmp(reqs[e]->idem_key, s->idem_key);
+			if (earlier) {
+				s->rc = 1; /* resolved after COMMIT by copy_replay_in_group */
+				continue;
+			}
+		}
+		if (validate(&g, s, tids[i], cids[i]) < 0)
+			continue;
+		total += s->n;
+	}
+	if (total) {
+		ret = insert_jobs(c, reqs, n, tids, cids, total, err);
+		if (ret < 0)
+			goto out_rollback;
+	}
+	ret = store_db_exec_simple(c, "COMMIT", err);
+	if (ret < 0)
+		goto out;
+	copy_replay_in_group(reqs, n);
+	goto out;
+out_rollback:
+	store_db_rollback(c);
+out:
+	store_db_clear(g.deps);
+	store_db_clear(g.idem);
+	mu_arena_release(&g.a);
+	for (size_t i = 0; i < n; i++) {
+		mu_free(tids[i]);
+		mu_free(cids[i]);
+	}
+	mu_free(tids);
+	mu_free(cids);
+	mu_free(g.tenants);
+	return ret;
+}
+
+int store_job_submit_group(PGconn *c, struct store_job_submit **reqs, size_t n)
+{
+	struct mu_error err = { 0 };
+	int ret = submit_once(c, reqs, n, &err);
+
+	if (ret < 0 && n > 1 && store_db_ok(c)) {
+		/* Something no check foresaw (a tenant deleted meanwhile...): run
+		 * each request alone so that only the guilty one fails. */
+		mu_warn("jobs group of %zu failed (%s); retrying one by one", n, err.msg);
+		for (size_t i = 0; i < n; i++)
+			store_job_submit_group(c, &reqs[i], 1);
+		return 0;
+	}
+	if (ret < 0) {
+		for (size_t i = 0; i < n; i++) {
+			reqs[i]->rc = ret;
+			reqs[i]->err = err;
+			reqs[i]->replayed = false;
+		}
+	}
+	return ret;
+}
+
+/* ---- list / get / cancel ------------------------------------------------------ */
+
+int store_job_list(PGconn *c, struct mu_arena *a, const char *scope,
+		   const struct store_job_filter *f, struct store_job_page *out,
+		   struct mu_error *err)
+{
+	static const char sql[] =
+		"SELECT " JOB_COLS JOB_FROM
+		" WHERE j.id > $1::bigint AND " IN_SCOPE("$2")
+		"   AND ($3::text[] IS NULL OR j.state = ANY($3::text[]))"
+		"   AND ($4::text IS NULL OR EXISTS (SELECT 1 FROM tenants f WHERE f.name = $4"
+		"        AND (t.path = f.path OR starts_with(t.path, f.path || '/'))))"
+		"   AND ($5::text IS NULL OR j.user_name = $5)"
+		"   AND ($6::jsonb IS NULL OR j.labels @> $6::jsonb)"
+		" ORDER BY j.id LIMIT $7::int";
+	char after[24], lim[16];
+	struct mu_buf states = MU_BUF_INIT;
+	const char *p[7];
+	PGresult *r = NULL;
+	int ret, rows;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(after, sizeof(after), "%lld", (long long)f->after_id);
+	snprintf(lim, sizeof(lim), "%d", f->limit + 1);
+	if (f->nstates) {
+		mu_buf_addc(&states, '{');
+		for (size_t i = 0; i < f->nstates; i++) {
+			if (i)
+				mu_buf_addc(&states, ',');
+			add_pg_text(&states, f->states[i]);
+		}
+		mu_buf_addc(&states, '}');
+	}
+	p[0] = after;
+	p[1] = scope;
+	p[2] = f->nstates ? states.p : NULL;
+	p[3] = f->tenant;
+	p[4] = f->user;
+	p[5] = f->labels;
+	p[6] = lim;
+	ret = store_db_exec(c, sql, 7, p, &r, err);
+	if (ret < 0)
+		goto out;
+	rows = store_db_nrows(r);
+	out->n = (size_t)(rows > f->limit ? f->limit : rows);
+	out->items = mu_arena_alloc(a, sizeof(*out->items) * (out->n + 1));
+	for (size_t i = 0; i < out->n; i++)
+		row_to_job(a, r, (int)i, 0, &out->items[i]);
+	if (rows > f->limit)
+		out->next_after = out->items[out->n - 1].id;
+out:
+	store_db_clear(r);
+	mu_buf_release(&states);
+	return ret;
+}
+
+int store_job_get(PGconn *c, struct mu_arena *a, const char *scope, int64_t id,
+		  struct store_job *out, struct mu_error *err)
+{
+	static const char sql[] =
+		"SELECT " JOB_COLS ","
+		" (SELECT coalesce(json_agg(json_build_object("
+		"     'id', r.id, 'attempt', r.attempt, 'state', r.state,"
+		"     'nodes', (SELECT coalesce(json_agg(json_build_object('node', x.name,"
+		"                 'rank', x.node_rank, 'gpus', x.gpus) ORDER BY x.node_rank), '[]'::json)"
+		"               FROM (SELECT n.name, a.node_rank, coalesce(json_agg(a.gpu_index"
+		"                       ORDER BY a.gpu_index) FILTER (WHERE a.gpu_index >= 0), '[]'::json) AS gpus"
+		"                     FROM run_allocations a JOIN nodes n ON n.id = a.node_id"
+		"                    WHERE a.run_id = r.id GROUP BY n.name, a.node_rank) x),"
+		"     'started_at', " TS("r.started_at") ", 'ended_at', " TS("r.ended_at") ","
+		"     'exit_code', r.exit_code, 'stop_reason', r.stop_reason) ORDER BY r.id), '[]'::json)::text"
+		"    FROM runs r WHERE r.job_id = j.id),"
+		" (SELECT coalesce(json_agg(json_build_object('id', e.id, 'at', " TS("e.at") ","
+		"     'kind', e.kind, 'reason', e.reason, 'data', e.data) ORDER BY e.id), '[]'::json)::text"
+		"    FROM events e WHERE e.job_id = j.id)"
+		JOB_FROM " WHERE j.id = $1::bigint AND " IN_SCOPE("$2");
+	char idb[24];
+	const char *p[2] = { idb, scope };
+	PGresult *r = NULL;
+	int ret;
+
+	snprintf(idb, sizeof(idb), "%lld", (long long)id);
+	ret = store_db_exec(c, sql, 2, p, &r, err);
+	if (ret < 0)
+		goto out;
+	if (store_db_nrows(r) != 1) {
+		ret = mu_error_set(err, MU_ENOTFOUND, "", "no such job");
+		goto out;
+	}
+	row_to_job(a, r, 0, 0, out);
+	out->runs = cdup(a, r, 0, JOB_NCOLS);
+	out->events = cdup(a, r, 0, JOB_NCOLS + 1);
+out:
+	store_db_clear(r);
+	return ret;
+}
+
+struct cancel_arg {
+	struct mu_arena *a;
+	const char *scope;
+	int64_t id;
+	const char *who;
+	struct store_job *out;
+};
+
+static int cancel_tx(PGconn *c, void *arg, struct mu_error *err)
+{
+	static const char lock_sql[] =
+		"SELECT j.state, t.path FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
+		" WHERE j.id = $1::bigint AND " IN_SCOPE("$2") " FOR UPDATE OF j";
+	static const char pending_sql[] =
+		"WITH u AS (UPDATE jobs SET state = 'CANCELLED', ended_at = now(), updated_at = now(),"
+		"   end_reason = 'cancelled', pending_reason = '', pending_message = '', planned_start = NULL"
+		"   WHERE id = $1::bigint RETURNING id, tenant_id)"
+		" INSERT INTO events (kind, tenant_id, job_id, reason, data)"
+		" SELECT 'job.cancelled', tenant_id, id, 'cancel', jsonb_build_object('by', $2::text) FROM u";
+	static const char running_sql[] =
+		"WITH u AS (UPDATE runs SET state = CASE WHEN state IN ('STARTING', 'RUNNING')"
+		"   THEN 'STOPPING' ELSE state END,"
+		"   stop_reason = CASE WHEN stop_reason = '' THEN 'cancel' ELSE stop_reason END,"
+		"   stop_requested_at = coalesce(stop_requested_at, now())"
+		"   WHERE job_id = $1::bigint AND live RETURNING id)"
+		" INSERT INTO events (kind, tenant_id, job_id, run_id, reason, data)"
+		" SELECT 'job.cancel_requested', j.tenant_id, j.id, (SELECT min(id) FROM u), 'cancel',"
+		"        jsonb_build_object('by', $2::text) FROM jobs j WHERE j.id = $1::bigint";
+	static const char notify_sql[] = "SELECT pg_notify('muster_sched', 'cancel:' || $1::text)";
+	static const char get_sql[] = "SELECT " JOB_COLS JOB_FROM " WHERE j.id = $1::bigint";
+	struct cancel_arg *ca = arg;
+	char idb[24];
+	const char *p[2] = { idb, ca->scope };
+	PGresult *r = NULL;
+	const char *state;
+	int ret;
+
+	snprintf(idb, sizeof(idb), "%lld", (long long)ca->id);
+	ret = store_db_exec(c, lock_sql, 2, p, &r, err);
+	if (ret < 0)
+		goto out;
+	if (store_db_nrows(r) != 1) {
+		ret = mu_error_set(err, MU_ENOTFOUND, "", "no such job");
+		goto out;
+	}
+	state = store_db_get(r, 0, 0);
+	p[1] = ca->who ? ca->who : "";
+	if (!strcmp(state, "PENDING")) {
+		ret = store_db_exec(c, pending_sql, 2, p, NULL, err);
+	} else if (!strcmp(state, "STARTING") || !strcmp(state, "RUNNING")) {
+		ret = store_db_exec(c, running_sql, 2, p, NULL, err);
+	} else {
+		ret = mu_error_set(err, MU_ESTATE, "", "the job already ended (%s)", state);
+		goto out;
+	}
+	if (ret < 0)
+		goto out;
+	ret = store_db_exec(c, notify_sql, 1, p, NULL, err);
+	if (ret < 0)
+		goto out;
+	store_db_clear(r);
+	r = NULL;
+	ret = store_db_exec(c, get_sql, 1, p, &r, err);
+	if (ret < 0)
+		goto out;
+	row_to_job(ca->a, r, 0, 0, ca->out);
+out:
+	store_db_clear(r);
+	return ret;
+}
+
+int store_job_cancel(PGconn *c, struct mu_arena *a, const char *scope, int64_t id,
+		     const char *who, struct store_job *out, struct mu_error *err)
+{
+	struct cancel_arg ca = { a, scope, id, who, out };
+
+	return store_db_tx(c, NULL, 0, cancel_tx, &ca, err);
+}

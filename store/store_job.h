@@ -1,0 +1,133 @@
+/*
+ * store_job.h - jobs: group-committed submits, keyset-paginated lists,
+ * get with runs and events, cancel.
+ *
+ * Every function takes a connection the caller owns and uses it alone (one
+ * pool worker). Strings in returned structs live in the arena `a` passed.
+ * Errors: 0 or a negative MU_E* code with `err` filled.
+ *
+ * Visibility: `scope` is the caller's subtree root path ("root/ml"), or
+ * NULL for the whole tree. Jobs outside the scope are MU_ENOTFOUND.
+ *
+ * Ordering: every job insert holds the transaction-level advisory lock
+ * STORE_JOB_INSERT_LOCK from id allocation to COMMIT, so job ids become
+ * visible in increasing order and a keyset cursor (last id seen) never
+ * skips a job that commits later with a smaller id.
+ *
+ * Events and NOTIFY: submit writes `job.submitted`, cancel `job.cancelled`
+ * (PENDING) or `job.cancel_requested` (STARTING/RUNNING), each in the same
+ * transaction, and `NOTIFY muster_sched, 'submit:<id>' | 'cancel:<id>'`.
+ */
+#ifndef STORE_JOB_H
+#define STORE_JOB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alloc.h"
+#include "db.h"
+#include "error.h"
+
+#define STORE_JOB_INSERT_LOCK INT64_C(0x6d75737465720010)
+
+/* A job: the input of a submit (fields marked "in") and every output. */
+struct store_job {
+	int64_t id;
+	const char *state;
+	const char *tenant;         /* in: name (required) */
+	const char *user;           /* in */
+	const char *name;           /* in */
+	const char *priority_class; /* in: NULL = the default class */
+	int64_t nodes;              /* in */
+	int64_t min_nodes;          /* in: 0 = not elastic (null) */
+	int64_t gpus_per_node;      /* in */
+	const char *gpu_model;      /* in: "" = any */
+	int64_t procs_per_node;     /* in */
+	const char *topo_required;  /* in: "" = unset */
+	const char *topo_preferred; /* in: "" = unset */
+	int64_t time_limit;         /* in: 0 = the class default; seconds */
+	const char *command;        /* in: JSON text of the argv array */
+	const char *env;            /* in: JSON text of the env object */
+	const char *labels;         /* in: JSON text of the labels object */
+	const char *dependencies;   /* in: JSON text of the dependency array */
+	const int64_t *dep_ids;     /* in: the job ids in `dependencies` */
+	size_t ndeps;
+	const char *workdir;        /* in */
+	int64_t max_retries;        /* in */
+	int64_t retries;
+	const char *pending_reason; /* NULL unless PENDING */
+	const char *pending_message;
+	const char *planned_start;  /* NULL = null */
+	bool has_exit_code;
+	int64_t exit_code;
+	const char *end_reason;
+	const char *created_at;
+	const char *started_at;     /* NULL = null */
+	const char *ended_at;       /* NULL = null */
+	const char *tenant_path;
+	const char *runs;           /* get only: JSON text of the runs array, else NULL */
+	const char *events;         /* get only: JSON text of the events array, else NULL */
+};
+
+/*
+ * One submit request: one job (POST /v1/jobs) or many (the batch, all or
+ * nothing). Requests are written in groups: store_job_submit_group takes
+ * any number of them and writes all the valid ones in ONE transaction
+ * (one multi-row INSERT), then sets each one's `rc`. A bad request fails
+ * alone (its rc < 0, err filled, field "jobs.N.x" for batches); the others
+ * commit. Nothing is answered before COMMIT returned.
+ */
+struct store_job_submit {
+	struct store_job *jobs;     /* in: n jobs; out: filled (id, created_at, ...) */
+	size_t n;
+	bool batch;                 /* field names get "jobs.N." */
+	const char *scope;          /* caller's subtree path, NULL = all */
+	const char *idem_key;       /* Idempotency-Key or NULL (single submits only) */
+	const char *request_sha256; /* hex digest of the body when idem_key is set */
+	struct mu_arena *arena;     /* for the output strings */
+	/* out */
+	int rc;
+	bool replayed;              /* idempotent retry: jobs[0] is the original */
+	struct mu_error err;
+};
+
+/* Writes the group; every reqs[i]->rc is set. Returns 0 when the
+ * transaction committed (even if some requests failed), else the code that
+ * every request also got. */
+int store_job_submit_group(PGconn *c, struct store_job_submit **reqs, size_t n);
+
+struct store_job_filter {
+	const char *const *states;  /* NULL-free array of state names */
+	size_t nstates;
+	const char *tenant;         /* name: that tenant's subtree; NULL = all */
+	const char *user;           /* NULL = all */
+	const char *labels;         /* JSON object text every job's labels must contain, or NULL */
+	int64_t after_id;           /* cursor: ids > after_id */
+	int limit;                  /* 1..1000 */
+};
+
+struct store_job_page {
+	struct store_job *items;
+	size_t n;
+	int64_t next_after;         /* 0 on the last page */
+};
+
+int store_job_list(PGconn *c, struct mu_arena *a, const char *scope,
+		   const struct store_job_filter *f, struct store_job_page *out,
+		   struct mu_error *err) __attribute__((warn_unused_result));
+
+/* The job with runs and events (out->runs/events set). MU_ENOTFOUND outside scope. */
+int store_job_get(PGconn *c, struct mu_arena *a, const char *scope, int64_t id,
+		  struct store_job *out, struct mu_error *err) __attribute__((warn_unused_result));
+
+/*
+ * Cancels: PENDING -> CANCELLED now; STARTING/RUNNING -> its live run is
+ * ordered to stop (stop_reason "cancel"); already ended -> MU_ESTATE.
+ * `who` goes into the event data. *out gets the job after the change.
+ */
+int store_job_cancel(PGconn *c, struct mu_arena *a, const char *scope, int64_t id,
+		     const char *who, struct store_job *out, struct mu_error *err)
+	__attribute__((warn_unused_result));
+
+#endif
