@@ -111,7 +111,7 @@ int jv_parse(const char *buf, size_t len, json_t **out, struct mu_error *err)
 	if (!depth_ok(buf, len))
 		return mu_error_set(err, MU_EJSON, "", "JSON nested deeper than %d levels",
 				    JV_MAX_DEPTH);
-	v = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	v = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
 	if (!v) {
 		if (strstr(je.text, "too big"))
 			return mu_error_set(err, MU_ERANGE, "", "number too large at line %d column %d",

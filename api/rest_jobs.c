@@ -1,6 +1,7 @@
 /* rest_jobs.c - the jobs endpoints; see docs/api.md "Jobs". */
 #include "rest_jobs.h"
 
+#include <limits.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,9 +41,9 @@ static int apply_principal(struct rest_req *rq, struct store_job *j, const char 
 			j->user = rq->who.user ? rq->who.user : "";
 		return 0;
 	}
-	if (j->user && strcmp(j->user, rq->who.user ? rq->who.user : ""))
+	if (j->user)
 		return jv_fail(&rq->err, MU_EFORBIDDEN, prefix, "user",
-			       "only an admin may submit for another user");
+			       "only an admin may set the user");
 	j->user = rq->who.user ? rq->who.user : "";
 	if (!j->tenant)
 		j->tenant = rq->who.tenant;
@@ -297,8 +298,10 @@ int rest_jobs_list(struct rest_req *rq)
 		return ret;
 	la->f.limit = 100;
 	if ((s = rest_query(rq, "limit"))) {
-		if (!parse_int(s, 1, 1000, &v))
-			return mu_error_set(&rq->err, MU_ERANGE, "limit", "must be an integer 1..1000");
+		if (!parse_int(s, LLONG_MIN, LLONG_MAX, &v))
+			return mu_error_set(&rq->err, MU_ETYPE, "limit", "must be an integer");
+		if (v < 1 || v > 1000)
+			return mu_error_set(&rq->err, MU_ERANGE, "limit", "must be 1..1000");
 		la->f.limit = (int)v;
 	}
 	if ((s = rest_query(rq, "cursor")) && *s) {

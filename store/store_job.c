@@ -269,7 +269,7 @@ static int validate(struct group_ctx *g, struct store_job_submit *s, int64_t *te
 		if (!t || !t->found || !scope_sees(s->scope, t->path))
 			return fail_req(s, MU_ENOTFOUND, k, "tenant", "no such tenant");
 		if (!pc)
-			return fail_req(s, MU_EINVAL, k, "priority_class",
+			return fail_req(s, MU_ENOTFOUND, k, "priority_class",
 					j->priority_class ? "no such priority class"
 							  : "no default priority class");
 		cap = pc->max_time;
@@ -292,7 +292,7 @@ static int validate(struct group_ctx *g, struct store_job_submit *s, int64_t *te
 				char field[64];
 
 				snprintf(field, sizeof(field), "dependencies.%zu.job_id", d);
-				return fail_req(s, MU_EINVAL, k, field, "no such job");
+				return fail_req(s, MU_ENOTFOUND, k, field, "no such job");
 			}
 		}
 		j->tenant_path = t->path;
