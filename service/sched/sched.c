@@ -1,8 +1,30 @@
-/* sched.c - placeholder until the policy core lands; see sched.h. */
+/*
+ * sched.c - the policy core's cycle: order, quotas, placement now, backfill
+ * reservations on a time profile, preemption, reasons. See sched.h and
+ * docs/scheduling.md.
+ *
+ * Cost model (10,000 nodes x 8 GPUs, 100,000 pending): resources only shrink
+ * during a cycle (starts and reservations consume, nothing frees), so a job
+ * shape that cannot start now cannot start later in the same cycle either;
+ * most pending jobs are rejected in O(1) by per-model counts of nodes by free
+ * GPU count or by that failure cache, and only the jobs that might start pay
+ * for a placement scan over the nodes. The time profile is the sorted list
+ * of release events (planned ends of running runs, then of runs started in
+ * this cycle) plus the per-node reservation intervals.
+ */
 #include "sched.h"
+#include "sched_int.h"
 
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifdef MUSTER_HAVE_FAIRTREE
+#include "fairtree.h"
+#endif
 
 static const char *const reason_names[] = {
 #define SCHED__REASON_NAME(name, str) str,
@@ -17,6 +39,78 @@ const char *sched_reason_name(enum sched_reason r)
 	return reason_names[r];
 }
 
+const char *sched_preempt_reason_name(enum sched_preempt_reason r)
+{
+	switch (r) {
+	case SCHED_PREEMPT_PRIORITY: return "priority";
+	case SCHED_PREEMPT_RECLAIM: return "reclaim";
+	case SCHED_PREEMPT_NODE_FAIL: return "node_fail";
+	}
+	return "unknown";
+}
+
+/* ------------------------------------------------------------ memory */
+
+void *sched__xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		abort();
+	return p;
+}
+
+void *sched__xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		abort();
+	return p;
+}
+
+void *sched__grow(void *p, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return p;
+	size_t c = *cap ? *cap : 16;
+	while (c < need)
+		c *= 2;
+	if (c > SIZE_MAX / size)
+		abort();
+	p = realloc(p, c * size);
+	if (!p)
+		abort();
+	*cap = c;
+	return p;
+}
+
+struct blk {
+	struct blk *next;
+	size_t used, cap;
+	max_align_t data[];
+};
+
+struct dpriv {
+	struct blk *blocks;
+	size_t cap_starts, cap_pre, cap_shr, cap_res, cap_fail;
+};
+
+static void *arena_alloc(struct dpriv *p, size_t n)
+{
+	n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+	struct blk *b = p->blocks;
+	if (!b || b->cap - b->used < n) {
+		size_t cap = n > 65536 ? n : 65536;
+		b = sched__xmalloc(sizeof(*b) + cap);
+		b->next = p->blocks;
+		b->used = 0;
+		b->cap = cap;
+		p->blocks = b;
+	}
+	void *r = (char *)b->data + b->used;
+	b->used += n;
+	return r;
+}
+
 void sched_decisions_init(struct sched_decisions *d)
 {
 	memset(d, 0, sizeof(*d));
@@ -24,20 +118,943 @@ void sched_decisions_init(struct sched_decisions *d)
 
 void sched_decisions_release(struct sched_decisions *d)
 {
+	struct dpriv *p = d->priv;
+	if (p) {
+		struct blk *b = p->blocks;
+		while (b) {
+			struct blk *n = b->next;
+			free(b);
+			b = n;
+		}
+		free(p);
+	}
+	free(d->starts);
+	free(d->preemptions);
+	free(d->shrinks);
+	free(d->reservations);
+	free(d->fails);
 	free(d->verdicts);
 	memset(d, 0, sizeof(*d));
 }
 
-int sched_cycle(const struct sched_snapshot *s, struct sched_decisions *out)
+static struct sched_alloc *copy_alloc(struct sched_decisions *d, const struct sched_alloc *a, size_t n)
 {
-	sched_decisions_release(out);
-	out->verdicts = calloc(s->njobs ? s->njobs : 1, sizeof(*out->verdicts));
-	if (!out->verdicts)
-		abort();
-	out->nverdicts = s->njobs;
+	struct sched_alloc *r = arena_alloc(d->priv, n * sizeof(*r) + 1);
+	if (n)
+		memcpy(r, a, n * sizeof(*r));
+	return r;
+}
+
+/* ------------------------------------------------------------ messages */
+
+static void verdict(struct cyc *c, size_t j, enum sched_reason r, int64_t start, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static void verdict(struct cyc *c, size_t j, enum sched_reason r, int64_t start, const char *fmt, ...)
+{
+	struct sched_verdict *v = &c->d->verdicts[j];
+	v->reason = r;
+	v->planned_start = start;
+	if (c->s->settings.quiet || !fmt) {
+		v->message[0] = '\0';
+		return;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(v->message, sizeof(v->message), fmt, ap);
+	va_end(ap);
+}
+
+static const char *level_name(const struct cyc *c, int l)
+{
+	if (l >= 0 && l < c->s->settings.nlevels && c->s->settings.levels[l])
+		return c->s->settings.levels[l];
+	return "unit";
+}
+
+/* ------------------------------------------------------------ setup */
+
+int64_t sched_job_runtime(const struct sched_snapshot *s, const struct sched_job *j)
+{
+	int64_t lim = j->time_limit > 0 ? j->time_limit : 1;
+	if (!s->settings.predict)
+		return lim;
+	int64_t p = 0;
+	if (j->predicted_runtime > 0) {
+		p = j->predicted_runtime;
+	} else if (j->user >= 0 && (size_t)j->user < s->nusers) {
+		const struct sched_user *u = &s->users[j->user];
+		if (u->nrecent >= 2)
+			p = (u->recent_runtime[0] + u->recent_runtime[1] + 1) / 2;
+		else if (u->nrecent == 1)
+			p = u->recent_runtime[0];
+	}
+	if (p <= 0 || p > lim)
+		p = lim;
+	return p;
+}
+
+int64_t sched__run_end(const struct cyc *c, const struct sched_run *r)
+{
+	int64_t lim_end = r->start + (r->time_limit > 0 ? r->time_limit : 1);
+	int64_t end = lim_end;
+	if (c->s->settings.predict && r->predicted_end > c->now && r->predicted_end < lim_end)
+		end = r->predicted_end;
+	if (r->stopping) {
+		int64_t g = c->now + (r->grace > 0 ? r->grace : 0);
+		if (g < end)
+			end = g;
+	}
+	if (end <= c->now)
+		end = c->now + 1; /* overdue: being killed; plan as if it ends right after now */
+	return end;
+}
+
+static int fail_snapshot(struct cyc *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int fail_snapshot(struct cyc *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->d->error, sizeof(c->d->error), fmt, ap);
+	va_end(ap);
+	return SCHED_EINVAL;
+}
+
+static int validate(struct cyc *c)
+{
+	const struct sched_snapshot *s = c->s;
+	if (s->settings.nlevels < 0 || s->settings.nlevels > SCHED_MAX_LEVELS)
+		return fail_snapshot(c, "settings: %d topology levels (at most %d)", s->settings.nlevels,
+		                     SCHED_MAX_LEVELS);
+	if (s->ntenants == 0 || s->tenants[0].parent != -1)
+		return fail_snapshot(c, "tenants: index 0 must be the root (parent -1)");
+	for (size_t i = 1; i < s->ntenants; i++)
+		if (s->tenants[i].parent < 0 || (size_t)s->tenants[i].parent >= s->ntenants)
+			return fail_snapshot(c, "tenant %zu: parent %d out of range", i, s->tenants[i].parent);
+	for (size_t i = 0; i < s->nusers; i++)
+		if (s->users[i].tenant < 0 || (size_t)s->users[i].tenant >= s->ntenants)
+			return fail_snapshot(c, "user %zu: tenant %d out of range", i, s->users[i].tenant);
+	for (size_t i = 0; i < s->nnodes; i++) {
+		const struct sched_node *n = &s->nodes[i];
+		if (n->gpu_count < 0 || n->gpu_count > SCHED_MAX_GPUS)
+			return fail_snapshot(c, "node %s: gpu_count %d out of range", n->name ? n->name : "?",
+			                     n->gpu_count);
+		for (int l = 0; l < s->settings.nlevels; l++)
+			if (n->unit[l] < -1 || (n->unit[l] >= 0 && (size_t)n->unit[l] >= s->nnodes))
+				return fail_snapshot(c, "node %s: unit %d at level %d out of range",
+				                     n->name ? n->name : "?", n->unit[l], l);
+	}
+	for (size_t i = 0; i < s->nruns; i++) {
+		const struct sched_run *r = &s->runs[i];
+		if (r->tenant < 0 || (size_t)r->tenant >= s->ntenants)
+			return fail_snapshot(c, "run %lld: tenant out of range", (long long)r->run_id);
+		for (size_t k = 0; k < r->nalloc; k++)
+			if (r->alloc[k].node < 0 || (size_t)r->alloc[k].node >= s->nnodes)
+				return fail_snapshot(c, "run %lld: allocation node %d out of range",
+				                     (long long)r->run_id, r->alloc[k].node);
+	}
 	for (size_t i = 0; i < s->njobs; i++) {
-		out->verdicts[i].reason = SCHED_REASON_PRIORITY;
-		out->verdicts[i].planned_start = SCHED_NEVER;
+		const struct sched_job *j = &s->jobs[i];
+		if (j->tenant < 0 || (size_t)j->tenant >= s->ntenants)
+			return fail_snapshot(c, "job %lld: tenant out of range", (long long)j->id);
+		if (j->user >= 0 && (size_t)j->user >= s->nusers)
+			return fail_snapshot(c, "job %lld: user out of range", (long long)j->id);
+		if (j->nodes < 1 || j->min_nodes < 0 || j->min_nodes > j->nodes)
+			return fail_snapshot(c, "job %lld: nodes %d min_nodes %d", (long long)j->id, j->nodes,
+			                     j->min_nodes);
+		if (j->gpus_per_node < 0 || j->gpus_per_node > SCHED_MAX_GPUS)
+			return fail_snapshot(c, "job %lld: gpus_per_node %d out of range", (long long)j->id,
+			                     j->gpus_per_node);
+		if (j->topo_required >= s->settings.nlevels || j->topo_preferred >= s->settings.nlevels)
+			return fail_snapshot(c, "job %lld: topology level out of range", (long long)j->id);
 	}
 	return 0;
+}
+
+static int model_id(struct cyc *c, const char *m)
+{
+	if (!m || !*m)
+		return -1;
+	for (int i = 0; i < c->nmodels; i++)
+		if (strcmp(c->models[i], m) == 0)
+			return i;
+	return -2; /* no node has it */
+}
+
+static int rel_cmp(const void *a, const void *b)
+{
+	const struct rel *x = a, *y = b;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	return (x->run > y->run) - (x->run < y->run);
+}
+
+void sched__bucket_move(struct cyc *c, int n, int from, int to)
+{
+	int m = c->model[n];
+	if (from == to)
+		return;
+	c->cnt[m * 65 + from]--;
+	c->cnt[m * 65 + to]++;
+	c->cnt[c->nmodels * 65 + from]--;
+	c->cnt[c->nmodels * 65 + to]++;
+}
+
+/* Nodes (UP, matching model) with at least g GPUs free now. */
+int sched__nodes_ge(const struct cyc *c, int model, int g)
+{
+	int row = model < 0 ? c->nmodels : model;
+	int sum = 0;
+	for (int k = g; k <= SCHED_MAX_GPUS; k++)
+		sum += c->cnt[row * 65 + k];
+	return sum;
+}
+
+static void tenant_add(struct cyc *c, int t, int64_t gpus, int jobs)
+{
+	for (int depth = 0; t >= 0 && depth <= (int)c->s->ntenants; depth++) {
+		c->tgpus[t] += gpus;
+		c->tjobs[t] += jobs;
+		t = c->s->tenants[t].parent;
+	}
+}
+
+static int setup(struct cyc *c)
+{
+	const struct sched_snapshot *s = c->s;
+	size_t nn = s->nnodes;
+	c->now = s->now;
+	c->nn = nn;
+	c->model = sched__xcalloc(nn, sizeof(int));
+	c->models = sched__xcalloc(nn + 1, sizeof(char *));
+	for (size_t i = 0; i < nn; i++) {
+		const char *m = s->nodes[i].gpu_model ? s->nodes[i].gpu_model : "";
+		int id = -1;
+		for (int k = 0; k < c->nmodels; k++)
+			if (strcmp(c->models[k], m) == 0) {
+				id = k;
+				break;
+			}
+		if (id < 0) {
+			id = c->nmodels++;
+			c->models[id] = m;
+		}
+		c->model[i] = id;
+	}
+	for (int l = 0; l < s->settings.nlevels; l++) {
+		c->unit[l] = sched__xcalloc(nn, sizeof(int));
+		for (size_t i = 0; i < nn; i++)
+			c->unit[l][i] = s->nodes[i].unit[l] >= 0 ? s->nodes[i].unit[l] : (int)(nn + i);
+	}
+	c->up = sched__xcalloc(nn, sizeof(bool));
+	c->avail = sched__xcalloc(nn, sizeof(uint64_t));
+	c->freemask = sched__xcalloc(nn, sizeof(uint64_t));
+	c->cnt = sched__xcalloc((size_t)(c->nmodels + 1) * 65, sizeof(int));
+	c->rhead = sched__xmalloc(nn * sizeof(int) + 1);
+	c->total_gpus = 0;
+	for (size_t i = 0; i < nn; i++) {
+		const struct sched_node *n = &s->nodes[i];
+		uint64_t all = n->gpu_count >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n->gpu_count) - 1);
+		c->total_gpus += n->gpu_count;
+		c->rhead[i] = -1;
+		c->up[i] = n->state == SCHED_NODE_UP;
+		c->avail[i] = c->up[i] ? (n->healthy & all) : 0;
+		c->freemask[i] = c->avail[i] & ~n->used;
+		if (c->up[i]) {
+			int k = __builtin_popcountll(c->freemask[i]);
+			c->cnt[c->model[i] * 65 + k]++;
+			c->cnt[c->nmodels * 65 + k]++;
+		}
+	}
+	c->tgpus = sched__xcalloc(s->ntenants, sizeof(int64_t));
+	c->tjobs = sched__xcalloc(s->ntenants, sizeof(int));
+	c->victim = sched__xcalloc(s->nruns, sizeof(bool));
+	c->run_gpus = sched__xcalloc(s->nruns, sizeof(int));
+	size_t nrel = 0;
+	for (size_t i = 0; i < s->nruns; i++)
+		nrel += s->runs[i].nalloc;
+	c->rel = sched__xmalloc((nrel + 1) * sizeof(struct rel));
+	c->min_preempt_prio = INT_MAX;
+	for (size_t i = 0; i < s->nruns; i++) {
+		const struct sched_run *r = &s->runs[i];
+		int g = 0;
+		int64_t end = sched__run_end(c, r);
+		for (size_t k = 0; k < r->nalloc; k++) {
+			g += __builtin_popcountll(r->alloc[k].gpus);
+			c->rel[c->nrel++] = (struct rel){ end, r->alloc[k].node, r->alloc[k].gpus, (int)i };
+		}
+		c->run_gpus[i] = g;
+		tenant_add(c, r->tenant, g, 1);
+		if (r->stopping) {
+			int64_t ge = c->now + (r->grace > 0 ? r->grace : 0);
+			if (ge > c->max_stopping_end)
+				c->max_stopping_end = ge;
+		}
+		if (r->preemptible && !r->stopping && r->priority < c->min_preempt_prio)
+			c->min_preempt_prio = r->priority;
+	}
+	qsort(c->rel, c->nrel, sizeof(*c->rel), rel_cmp);
+	size_t ns = nn ? nn : 1;
+	c->sc_cand = sched__xmalloc(ns * sizeof(struct cand));
+	c->sc_mask = sched__xmalloc(ns * sizeof(uint64_t));
+	c->sc_last = sched__xmalloc(ns * sizeof(uint64_t));
+	c->sc_time = sched__xmalloc(ns * sizeof(int64_t));
+	c->sc_alloc = sched__xmalloc(ns * sizeof(struct sched_alloc));
+	c->sc_alloc2 = sched__xmalloc(ns * sizeof(struct sched_alloc));
+	return 0;
+}
+
+static void teardown(struct cyc *c)
+{
+	free(c->model);
+	free(c->models);
+	for (int l = 0; l < SCHED_MAX_LEVELS; l++)
+		free(c->unit[l]);
+	free(c->up);
+	free(c->avail);
+	free(c->freemask);
+	free(c->cnt);
+	free(c->rhead);
+	free(c->resv);
+	free(c->tgpus);
+	free(c->tjobs);
+	free(c->victim);
+	free(c->run_gpus);
+	free(c->rel);
+	free(c->crel);
+	free(c->sc_cand);
+	free(c->sc_mask);
+	free(c->sc_last);
+	free(c->sc_time);
+	free(c->sc_alloc);
+	free(c->sc_alloc2);
+	free(c->cache);
+	free(c->fs);
+	free(c->order);
+	free(c->prio);
+}
+
+/* ------------------------------------------------------------ order */
+
+static void compute_fairshare(struct cyc *c)
+{
+	const struct sched_snapshot *s = c->s;
+	c->fs = sched__xcalloc(s->nusers + 1, sizeof(double));
+#ifdef MUSTER_HAVE_FAIRTREE
+	size_t n = s->ntenants + s->nusers;
+	struct fairtree_assoc *a = sched__xcalloc(n, sizeof(*a));
+	for (size_t i = 0; i < s->ntenants; i++) {
+		a[i].parent = s->tenants[i].parent;
+		a[i].is_user = false;
+		a[i].shares = s->tenants[i].shares;
+		a[i].usage = s->tenants[i].usage;
+		a[i].name = s->tenants[i].name;
+	}
+	for (size_t i = 0; i < s->nusers; i++) {
+		struct fairtree_assoc *x = &a[s->ntenants + i];
+		x->parent = s->users[i].tenant;
+		x->is_user = true;
+		x->shares = s->users[i].shares;
+		x->usage = s->users[i].usage;
+		x->name = s->users[i].name;
+	}
+	if (fairtree_compute(a, n) == 0)
+		for (size_t i = 0; i < s->nusers; i++)
+			c->fs[i] = a[s->ntenants + i].fairshare;
+	free(a);
+#else
+	for (size_t i = 0; i < s->nusers; i++)
+		c->fs[i] = 1.0;
+#endif
+}
+
+struct okey {
+	int cls;
+	double prio;
+	int64_t submit;
+	int64_t id;
+	size_t idx;
+};
+
+static int order_mf_cmp(const void *a, const void *b)
+{
+	const struct okey *x = a, *y = b;
+	if (x->cls != y->cls)
+		return x->cls > y->cls ? -1 : 1;
+	if (x->prio != y->prio)
+		return x->prio > y->prio ? -1 : 1;
+	if (x->submit != y->submit)
+		return x->submit < y->submit ? -1 : 1;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static int order_fcfs_cmp(const void *a, const void *b)
+{
+	const struct okey *x = a, *y = b;
+	if (x->submit != y->submit)
+		return x->submit < y->submit ? -1 : 1;
+	return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Shortest predicted runtime first, then the priority order (rank). */
+static int runtime_cmp(const void *a, const void *b)
+{
+	const struct okey *x = a, *y = b;
+	if (x->submit != y->submit)
+		return x->submit < y->submit ? -1 : 1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+static void sort_sjf(struct cyc *c, size_t *v, size_t n)
+{
+	struct okey *k = sched__xmalloc((n + 1) * sizeof(*k));
+	for (size_t i = 0; i < n; i++)
+		k[i] = (struct okey){ 0, 0, c->runtime[v[i]], (int64_t)c->rank[v[i]], v[i] };
+	qsort(k, n, sizeof(*k), runtime_cmp);
+	for (size_t i = 0; i < n; i++)
+		v[i] = k[i].idx;
+	free(k);
+}
+
+static void compute_order(struct cyc *c)
+{
+	const struct sched_snapshot *s = c->s;
+	size_t nj = s->njobs;
+	c->order = sched__xmalloc((nj + 1) * sizeof(size_t));
+	c->prio = sched__xcalloc(nj + 1, sizeof(double));
+	if (s->settings.order == SCHED_ORDER_MULTIFACTOR) {
+		compute_fairshare(c);
+		double max_age = s->settings.max_age > 0 ? (double)s->settings.max_age : 604800.0;
+		double total = c->total_gpus > 0 ? (double)c->total_gpus : 1.0;
+		for (size_t i = 0; i < nj; i++) {
+			const struct sched_job *j = &s->jobs[i];
+			double fs = j->user >= 0 ? c->fs[j->user] : 0.0;
+			double age = (double)(s->now - j->submit) / max_age;
+			if (age < 0)
+				age = 0;
+			if (age > 1)
+				age = 1;
+			double size = (double)j->nodes * j->gpus_per_node / total;
+			if (size > 1)
+				size = 1;
+			c->prio[i] = s->settings.weight_fairshare * fs + s->settings.weight_age * age +
+			             s->settings.weight_size * size;
+		}
+	}
+	struct okey *k = sched__xmalloc((nj + 1) * sizeof(*k));
+	for (size_t i = 0; i < nj; i++)
+		k[i] = (struct okey){ s->jobs[i].priority, c->prio[i], s->jobs[i].submit, s->jobs[i].id, i };
+	qsort(k, nj, sizeof(*k), s->settings.order == SCHED_ORDER_MULTIFACTOR ? order_mf_cmp : order_fcfs_cmp);
+	for (size_t i = 0; i < nj; i++)
+		c->order[i] = k[i].idx;
+	free(k);
+}
+
+/* ------------------------------------------------------------ the cycle */
+
+static bool dep_never(const struct sched_dep *d)
+{
+	switch (d->type) {
+	case SCHED_DEP_AFTEROK: return d->state == SCHED_DEP_NOTOK || d->state == SCHED_DEP_MISSING;
+	case SCHED_DEP_AFTERANY: return d->state == SCHED_DEP_MISSING;
+	case SCHED_DEP_AFTERNOTOK: return d->state == SCHED_DEP_OK || d->state == SCHED_DEP_MISSING;
+	}
+	return true;
+}
+
+static const char *dep_type_name(enum sched_dep_type t)
+{
+	switch (t) {
+	case SCHED_DEP_AFTEROK: return "afterok";
+	case SCHED_DEP_AFTERANY: return "afterany";
+	case SCHED_DEP_AFTERNOTOK: return "afternotok";
+	}
+	return "after";
+}
+
+/* 0 ok, 1 waiting (index in *which), 2 never (index in *which) */
+static int deps_state(const struct sched_job *j, size_t *which)
+{
+	int st = 0;
+	for (size_t k = 0; k < j->ndeps; k++) {
+		if (dep_never(&j->deps[k])) {
+			*which = k;
+			return 2;
+		}
+		if (j->deps[k].state == SCHED_DEP_ACTIVE && st == 0) {
+			st = 1;
+			*which = k;
+		}
+	}
+	return st;
+}
+
+/* 0 ok; else the reason, with the tenant at fault in *who. */
+static enum sched_reason quota_check(struct cyc *c, int t, int64_t gpus, int *who)
+{
+	for (int depth = 0; t >= 0 && depth <= (int)c->s->ntenants; depth++) {
+		const struct sched_tenant *x = &c->s->tenants[t];
+		*who = t;
+		if (x->max_gpus >= 0 && c->tgpus[t] + gpus > x->max_gpus)
+			return SCHED_REASON_QUOTA_MAX;
+		if (x->max_running_jobs >= 0 && c->tjobs[t] + 1 > x->max_running_jobs)
+			return SCHED_REASON_QUOTA_MAX_JOBS;
+		t = x->parent;
+	}
+	return SCHED_REASON_NONE;
+}
+
+/* The largest node count in [nmin, nmax] whose GPUs fit the quotas (0: none). */
+static int quota_nodes(struct cyc *c, const struct sched_job *j, int nmin, int nmax, enum sched_reason *why,
+                       int *who)
+{
+	for (int n = nmax; n >= nmin; n--) {
+		*why = quota_check(c, j->tenant, (int64_t)n * j->gpus_per_node, who);
+		if (*why == SCHED_REASON_NONE)
+			return n;
+		if (*why == SCHED_REASON_QUOTA_MAX_JOBS)
+			return 0;
+	}
+	return 0;
+}
+
+static void req_of(struct cyc *c, const struct sched_job *j, struct req *q)
+{
+	q->model = model_id(c, j->gpu_model);
+	q->g = j->gpus_per_node;
+	q->nmax = j->nodes;
+	q->nmin = j->min_nodes > 0 ? j->min_nodes : j->nodes;
+	q->required = j->topo_required;
+	q->preferred = j->topo_preferred;
+}
+
+static void commit_start(struct cyc *c, size_t ji, const struct sched_alloc *a, size_t na, int64_t runtime)
+{
+	const struct sched_job *j = &c->s->jobs[ji];
+	struct sched_decisions *d = c->d;
+	struct dpriv *p = d->priv;
+	d->starts = sched__grow(d->starts, &p->cap_starts, d->nstarts + 1, sizeof(*d->starts));
+	struct sched_start *st = &d->starts[d->nstarts++];
+	st->job = ji;
+	st->job_id = j->id;
+	st->planned_end = c->now + runtime;
+	st->nalloc = na;
+	st->alloc = copy_alloc(d, a, na);
+	for (size_t k = 0; k < na; k++) {
+		int n = a[k].node;
+		int before = __builtin_popcountll(c->freemask[n]);
+		c->freemask[n] &= ~a[k].gpus;
+		sched__bucket_move(c, n, before, __builtin_popcountll(c->freemask[n]));
+		if (a[k].gpus)
+			sched__add_crel(c, c->now + runtime, n, a[k].gpus, -1);
+	}
+	tenant_add(c, j->tenant, (int64_t)na * j->gpus_per_node, 1);
+}
+
+static void commit_reservation(struct cyc *c, size_t ji, int64_t start, int64_t end,
+                               const struct sched_alloc *a, size_t na)
+{
+	struct sched_decisions *d = c->d;
+	struct dpriv *p = d->priv;
+	d->reservations = sched__grow(d->reservations, &p->cap_res, d->nreservations + 1,
+	                              sizeof(*d->reservations));
+	struct sched_reservation *r = &d->reservations[d->nreservations++];
+	r->job = ji;
+	r->job_id = c->s->jobs[ji].id;
+	r->start = start;
+	r->end = end;
+	r->nalloc = na;
+	r->alloc = copy_alloc(d, a, na);
+	for (size_t k = 0; k < na; k++)
+		sched__add_resv(c, a[k].node, a[k].gpus, start, end);
+}
+
+static void add_fail(struct cyc *c, size_t ji, const char *msg)
+{
+	struct sched_decisions *d = c->d;
+	struct dpriv *p = d->priv;
+	d->fails = sched__grow(d->fails, &p->cap_fail, d->nfails + 1, sizeof(*d->fails));
+	struct sched_fail *f = &d->fails[d->nfails++];
+	f->job = ji;
+	f->job_id = c->s->jobs[ji].id;
+	f->reason = SCHED_REASON_DEPENDENCY_NEVER;
+	snprintf(f->message, sizeof(f->message), "%s", msg);
+}
+
+void sched__add_preemption(struct cyc *c, size_t ri, int64_t for_job, enum sched_preempt_reason why)
+{
+	struct sched_decisions *d = c->d;
+	struct dpriv *p = d->priv;
+	const struct sched_run *r = &c->s->runs[ri];
+	d->preemptions = sched__grow(d->preemptions, &p->cap_pre, d->npreemptions + 1, sizeof(*d->preemptions));
+	struct sched_preemption *x = &d->preemptions[d->npreemptions++];
+	x->run = ri;
+	x->run_id = r->run_id;
+	x->for_job_id = for_job;
+	x->reason = why;
+	c->victim[ri] = true;
+	int64_t end = c->now + (r->grace > 0 ? r->grace : 0);
+	if (end <= c->now)
+		end = c->now + 1;
+	for (size_t k = 0; k < r->nalloc; k++)
+		sched__add_crel(c, end, r->alloc[k].node, r->alloc[k].gpus, (int)ri);
+}
+
+/* Runs on DOWN nodes or unhealthy GPUs: shrink elastic ones, requeue the rest. */
+static void node_failures(struct cyc *c)
+{
+	const struct sched_snapshot *s = c->s;
+	for (size_t i = 0; i < s->nruns; i++) {
+		const struct sched_run *r = &s->runs[i];
+		if (r->stopping)
+			continue;
+		size_t bad = 0;
+		for (size_t k = 0; k < r->nalloc; k++) {
+			const struct sched_node *n = &s->nodes[r->alloc[k].node];
+			if (n->state == SCHED_NODE_DOWN || (r->alloc[k].gpus & ~n->healthy))
+				bad++;
+		}
+		if (!bad)
+			continue;
+		if (r->min_nodes > 0 && r->nalloc - bad >= (size_t)r->min_nodes) {
+			struct sched_decisions *d = c->d;
+			struct dpriv *p = d->priv;
+			d->shrinks = sched__grow(d->shrinks, &p->cap_shr, d->nshrinks + 1, sizeof(*d->shrinks));
+			struct sched_shrink *x = &d->shrinks[d->nshrinks++];
+			x->run = i;
+			x->run_id = r->run_id;
+			x->alloc = arena_alloc(p, r->nalloc * sizeof(struct sched_alloc) + 1);
+			x->nalloc = 0;
+			for (size_t k = 0; k < r->nalloc; k++) {
+				const struct sched_node *n = &s->nodes[r->alloc[k].node];
+				if (n->state == SCHED_NODE_DOWN || (r->alloc[k].gpus & ~n->healthy))
+					continue;
+				x->alloc[x->nalloc++] = r->alloc[k];
+			}
+			continue;
+		}
+		sched__add_preemption(c, i, 0, SCHED_PREEMPT_NODE_FAIL);
+	}
+}
+
+static bool try_start_now(struct cyc *c, size_t ji, const struct req *q0, int qmax, int64_t runtime)
+{
+	struct req q = *q0;
+	if (qmax < q.nmax)
+		q.nmax = qmax;
+	if (q.nmax < q.nmin)
+		return false;
+	if (sched__nodes_ge(c, q.model, q.g) < q.nmin)
+		return false;
+	if (sched__cache_failed(c, &q, runtime))
+		return false;
+	size_t na = sched__place(c, &q, c->freemask, c->now, c->now + runtime, PLACE_NOW, c->sc_alloc);
+	if (!na) {
+		sched__cache_fail(c, &q, runtime);
+		return false;
+	}
+	commit_start(c, ji, c->sc_alloc, na, runtime);
+	return true;
+}
+
+static void describe_shape(const struct cyc *c, const struct sched_job *j, char *buf, size_t len)
+{
+	const char *m = j->gpu_model && *j->gpu_model ? j->gpu_model : "";
+	if (j->min_nodes > 0 && j->min_nodes < j->nodes)
+		snprintf(buf, len, "%d-%d node(s) x %d %s%sGPU(s)", j->min_nodes, j->nodes, j->gpus_per_node, m,
+		         *m ? " " : "");
+	else
+		snprintf(buf, len, "%d node(s) x %d %s%sGPU(s)", j->nodes, j->gpus_per_node, m, *m ? " " : "");
+	if (j->topo_required >= 0) {
+		size_t u = strlen(buf);
+		snprintf(buf + u, len - u, " in one %s", level_name(c, j->topo_required));
+	}
+}
+
+/*
+ * Can the job ever run on this cluster? 0 yes; TOPOLOGY_UNSATISFIABLE when no
+ * set of nodes (healthy or not) can hold it; NODES_UNHEALTHY when only the
+ * unhealthy/down/draining ones could.
+ */
+static enum sched_reason feasibility(struct cyc *c, const struct sched_job *j, const struct req *q)
+{
+	int best_all = sched__max_in_unit(c, q, false);
+	if (best_all < q->nmin)
+		return SCHED_REASON_TOPOLOGY_UNSATISFIABLE;
+	int best_ok = sched__max_in_unit(c, q, true);
+	if (best_ok < q->nmin)
+		return SCHED_REASON_NODES_UNHEALTHY;
+	return SCHED_REASON_NONE;
+}
+
+static void fmt_time(char *buf, size_t len, int64_t now, int64_t t)
+{
+	snprintf(buf, len, "t=%lld (in %llds)", (long long)t, (long long)(t - now));
+}
+
+static bool try_preempt(struct cyc *c, size_t ji, const struct req *q, int64_t runtime);
+
+/*
+ * Everything a job passes through before placement: dependencies, hold,
+ * feasibility, quotas. Returns true when the job may try to start, with the
+ * node count the quotas allow in *qmax.
+ */
+static bool admissible(struct cyc *c, size_t ji, const struct req *q, int *qmax, bool probe)
+{
+	const struct sched_job *pj = probe ? c->probe : &c->s->jobs[ji];
+	char shape[96];
+	size_t which = 0;
+	int ds = deps_state(pj, &which);
+	if (ds == 2) {
+		const struct sched_dep *dp = &pj->deps[which];
+		char msg[160];
+		snprintf(msg, sizeof(msg), "dependency %s:%lld can never be satisfied (target %s)",
+		         dep_type_name(dp->type), (long long)dp->job_id,
+		         dp->state == SCHED_DEP_MISSING ? "does not exist"
+		         : dp->state == SCHED_DEP_OK ? "succeeded" : "did not succeed");
+		if (!probe)
+			add_fail(c, ji, msg);
+		c->pv_reason = SCHED_REASON_DEPENDENCY_NEVER;
+		snprintf(c->pv_msg, sizeof(c->pv_msg), "%s", msg);
+		return false;
+	}
+	if (pj->held) {
+		c->pv_reason = SCHED_REASON_HELD;
+		snprintf(c->pv_msg, sizeof(c->pv_msg), "held by a user or an administrator");
+		return false;
+	}
+	if (ds == 1) {
+		c->pv_reason = SCHED_REASON_DEPENDENCY;
+		snprintf(c->pv_msg, sizeof(c->pv_msg), "waits for job %lld (%s)", (long long)pj->deps[which].job_id,
+		         dep_type_name(pj->deps[which].type));
+		return false;
+	}
+	enum sched_reason f = feasibility(c, pj, q);
+	if (f != SCHED_REASON_NONE) {
+		c->pv_reason = f;
+		if (!c->s->settings.quiet || probe) {
+			describe_shape(c, pj, shape, sizeof(shape));
+			if (f == SCHED_REASON_TOPOLOGY_UNSATISFIABLE)
+				snprintf(c->pv_msg, sizeof(c->pv_msg), "needs %s; no set of nodes in this cluster has that",
+				         shape);
+			else
+				snprintf(c->pv_msg, sizeof(c->pv_msg),
+				         "needs %s; only nodes that are down, draining or have unhealthy GPUs could hold it",
+				         shape);
+		}
+		return false;
+	}
+	enum sched_reason why = SCHED_REASON_NONE;
+	int who = 0;
+	*qmax = quota_nodes(c, pj, q->nmin, q->nmax, &why, &who);
+	if (*qmax == 0) {
+		const struct sched_tenant *t = &c->s->tenants[who];
+		c->pv_reason = why;
+		if (why == SCHED_REASON_QUOTA_MAX_JOBS)
+			snprintf(c->pv_msg, sizeof(c->pv_msg), "tenant %s runs %d job(s), its max_running_jobs is %d",
+			         t->name ? t->name : "?", c->tjobs[who], t->max_running_jobs);
+		else
+			snprintf(c->pv_msg, sizeof(c->pv_msg), "tenant %s uses %lld GPU(s), its max_gpus is %d",
+			         t->name ? t->name : "?", (long long)c->tgpus[who], t->max_gpus);
+		return false;
+	}
+	return true;
+}
+
+static void finish_verdict(struct cyc *c, size_t ji)
+{
+	verdict(c, ji, c->pv_reason, SCHED_NEVER, "%s", c->pv_msg);
+}
+
+static void run_jobs(struct cyc *c)
+{
+	const struct sched_snapshot *s = c->s;
+	size_t nj = s->njobs;
+	int depth = s->settings.reservation_depth;
+	int nres = 0;
+	int attempts = s->settings.preempt_attempts > 0 ? s->settings.preempt_attempts : 32;
+	char buf[64];
+	c->runtime = sched__xmalloc((nj + 1) * sizeof(int64_t));
+	c->rank = sched__xmalloc((nj + 1) * sizeof(size_t));
+	for (size_t i = 0; i < nj; i++) {
+		c->runtime[c->order[i]] = sched_job_runtime(s, &s->jobs[c->order[i]]);
+		c->rank[c->order[i]] = i;
+	}
+	bool sjf_done = !s->settings.predict;
+	bool blocked = false;
+	for (size_t oi = 0; oi < nj; oi++) {
+		if (!sjf_done && depth >= 0 && nres >= depth) {
+			/* Reservations are made: backfill the rest shortest-predicted first. */
+			sort_sjf(c, c->order + oi, nj - oi);
+			sjf_done = true;
+		}
+		size_t ji = c->order[oi];
+		const struct sched_job *j = &s->jobs[ji];
+		struct req q;
+		int qmax = 0;
+		int64_t rt = c->runtime[ji];
+		req_of(c, j, &q);
+		c->d->verdicts[ji].priority = c->prio[ji];
+		if (!admissible(c, ji, &q, &qmax, false)) {
+			finish_verdict(c, ji);
+			continue;
+		}
+		if (blocked) {
+			verdict(c, ji, SCHED_REASON_PRIORITY, SCHED_NEVER, "waits behind a blocked job (strict order)");
+			continue;
+		}
+		if (try_start_now(c, ji, &q, qmax, rt)) {
+			verdict(c, ji, SCHED_REASON_NONE, c->now, "starts now");
+			continue;
+		}
+		blocked = s->settings.no_backfill;
+		if (s->settings.preemption && attempts > 0 &&
+		    (j->priority > c->min_preempt_prio || c->s->tenants[j->tenant].guaranteed_gpus > 0)) {
+			attempts--;
+			if (try_preempt(c, ji, &q, rt))
+				continue;
+		}
+		if (nres < depth) {
+			struct req rq = q;
+			rq.nmax = rq.nmin; /* an elastic gang is planned at its minimum */
+			size_t na = 0;
+			int64_t t = sched__earliest(c, &rq, rt, c->sc_alloc, &na);
+			if (t != SCHED_NEVER) {
+				nres++;
+				commit_reservation(c, ji, t, t + rt, c->sc_alloc, na);
+				fmt_time(buf, sizeof(buf), c->now, t);
+				verdict(c, ji, SCHED_REASON_RESERVATION, t, "reserved to start at %s", buf);
+				continue;
+			}
+		}
+		if (sched__nodes_ge(c, q.model, q.g) >= q.nmin)
+			verdict(c, ji, SCHED_REASON_PRIORITY, SCHED_NEVER,
+			        "resources are free now but held for higher-priority jobs' reservations");
+		else
+			verdict(c, ji, SCHED_REASON_RESOURCES, SCHED_NEVER, "waits for %d node(s) with %d free GPU(s)",
+			        q.nmin, q.g);
+	}
+}
+
+/*
+ * Preemption for job ji: first, if runs already stopping free enough soon,
+ * just reserve them; else for a higher class take lower preemptible runs, or
+ * for a tenant below its guarantee take borrowers' runs: the cheapest set.
+ */
+static bool try_preempt(struct cyc *c, size_t ji, const struct req *q, int64_t rt)
+{
+	const struct sched_job *j = &c->s->jobs[ji];
+	char buf[64];
+	struct req rq = *q;
+	rq.nmax = rq.nmin;
+	size_t na = 0;
+	if (c->max_stopping_end > c->now) {
+		int64_t t = sched__earliest(c, &rq, rt, c->sc_alloc, &na);
+		if (t != SCHED_NEVER && t <= c->max_stopping_end) {
+			commit_reservation(c, ji, t, t + rt, c->sc_alloc, na);
+			fmt_time(buf, sizeof(buf), c->now, t);
+			verdict(c, ji, SCHED_REASON_PREEMPTING, t, "preempted runs are stopping; starts at %s", buf);
+			return true;
+		}
+	}
+	enum sched_preempt_reason why;
+	if (!sched__choose_victims(c, j, &rq, rt, &why))
+		return false;
+	int64_t t = sched__earliest(c, &rq, rt, c->sc_alloc, &na);
+	if (t == SCHED_NEVER)
+		return false; /* cannot happen: the victims' GPUs fit it */
+	commit_reservation(c, ji, t, t + rt, c->sc_alloc, na);
+	fmt_time(buf, sizeof(buf), c->now, t);
+	verdict(c, ji, why == SCHED_PREEMPT_RECLAIM ? SCHED_REASON_QUOTA_GUARANTEED : SCHED_REASON_PREEMPTING, t,
+	        why == SCHED_PREEMPT_RECLAIM ? "reclaims its guaranteed GPUs from borrowers; starts at %s"
+	                                     : "preempts lower-priority runs; starts at %s",
+	        buf);
+	return true;
+}
+
+static int cycle(const struct sched_snapshot *s, struct sched_decisions *out, const struct sched_job *probe,
+                 int64_t *probe_start, enum sched_reason *probe_reason, char *probe_msg)
+{
+	struct cyc c;
+	int ret;
+	memset(&c, 0, sizeof(c));
+	c.s = s;
+	c.d = out;
+	c.probe = probe;
+	sched_decisions_release(out);
+	out->priv = sched__xcalloc(1, sizeof(struct dpriv));
+	ret = validate(&c);
+	if (ret)
+		goto out;
+	out->verdicts = sched__xcalloc(s->njobs + 1, sizeof(*out->verdicts));
+	out->nverdicts = s->njobs;
+	setup(&c);
+	compute_order(&c);
+	node_failures(&c);
+	run_jobs(&c);
+	if (probe) {
+		struct req q;
+		int qmax = 0;
+		req_of(&c, probe, &q);
+		*probe_start = SCHED_NEVER;
+		if (!admissible(&c, 0, &q, &qmax, true)) {
+			*probe_reason = c.pv_reason;
+			if (probe_msg)
+				snprintf(probe_msg, 160, "%s", c.pv_msg);
+		} else {
+			size_t na = 0;
+			struct req rq = q;
+			if (qmax < rq.nmax)
+				rq.nmax = qmax;
+			int64_t t = sched__earliest(&c, &rq, sched_job_runtime(s, probe), c.sc_alloc, &na);
+			*probe_start = t;
+			*probe_reason = t == s->now ? SCHED_REASON_NONE
+			                : t == SCHED_NEVER ? SCHED_REASON_RESOURCES : SCHED_REASON_RESERVATION;
+			if (probe_msg) {
+				char buf[64];
+				fmt_time(buf, sizeof(buf), s->now, t);
+				if (t == s->now)
+					snprintf(probe_msg, 160, "would start now");
+				else if (t == SCHED_NEVER)
+					snprintf(probe_msg, 160, "no start time can be planned now");
+				else
+					snprintf(probe_msg, 160, "would start at %s", buf);
+			}
+		}
+	}
+	free(c.runtime);
+	free(c.rank);
+out:
+	teardown(&c);
+	return ret;
+}
+
+int sched_cycle(const struct sched_snapshot *s, struct sched_decisions *out)
+{
+	return cycle(s, out, NULL, NULL, NULL, NULL);
+}
+
+int sched_explain(const struct sched_snapshot *s, const struct sched_job *probe, int64_t *planned_start,
+                  enum sched_reason *reason, char *message)
+{
+	struct sched_decisions d;
+	sched_decisions_init(&d);
+	int64_t t = SCHED_NEVER;
+	enum sched_reason r = SCHED_REASON_RESOURCES;
+	int ret = SCHED_EINVAL;
+	if (probe && (probe->nodes < 1 || probe->gpus_per_node < 0 || probe->gpus_per_node > SCHED_MAX_GPUS ||
+	              probe->tenant < 0 || (size_t)probe->tenant >= s->ntenants ||
+	              probe->topo_required >= s->settings.nlevels || probe->min_nodes > probe->nodes))
+		goto out;
+	ret = cycle(s, &d, probe, &t, &r, message);
+out:
+	*planned_start = t;
+	*reason = r;
+	sched_decisions_release(&d);
+	return ret;
 }

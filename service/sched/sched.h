@@ -54,6 +54,9 @@ struct sched_settings {
 	bool preemption;          /* allow preemption decisions (priority and reclaim) */
 	int nlevels;              /* topology levels, outermost first ("block", "rack") */
 	const char *levels[SCHED_MAX_LEVELS]; /* borrowed names, for messages */
+	bool quiet;               /* leave verdict messages empty (the simulator's speed) */
+	int preempt_attempts;     /* blocked jobs tried for preemption per cycle; 0 = 32 */
+	bool no_backfill;         /* strict order: nothing starts after the first blocked job (fcfs) */
 };
 
 enum sched_node_state {

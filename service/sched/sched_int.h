@@ -1,0 +1,118 @@
+/*
+ * sched_int.h - internals shared by the files of the policy core (sched__*).
+ * Not part of the interface: include sched.h.
+ */
+#ifndef MU_SCHED_INT_H
+#define MU_SCHED_INT_H
+
+#include "sched.h"
+
+/* A release event of the time profile: GPUs `mask` of `node` free at `t`. */
+struct rel {
+	int64_t t;
+	int node;
+	uint64_t mask;
+	int run;        /* run index for running runs, -1 for starts of this cycle */
+};
+
+/* A reservation interval on one node, chained per node from rhead[node]. */
+struct resv {
+	int next;
+	int64_t start, end;
+	uint64_t mask;
+};
+
+/* A placement request. */
+struct req {
+	int model;      /* -1 any, -2 a model no node has, else model id */
+	int g;          /* GPUs per node */
+	int nmin, nmax; /* node count range (rigid: equal) */
+	int required, preferred;
+};
+
+/* A candidate node of one placement. */
+struct cand {
+	int node;
+	int free;       /* usable GPUs */
+	int64_t key;    /* time tightness: smaller first */
+	uint64_t mask;  /* usable GPUs */
+	uint64_t pref;  /* GPUs to take first */
+};
+
+struct centry {
+	uint64_t hash;
+	int kind, model, g, nmin, nmax, req, pref;
+	int64_t value;
+	bool used;
+};
+
+struct cyc {
+	const struct sched_snapshot *s;
+	struct sched_decisions *d;
+	const struct sched_job *probe;
+	int64_t now;
+	size_t nn;
+	int nmodels;
+	const char **models;
+	int *model;                     /* per node */
+	int *unit[SCHED_MAX_LEVELS];    /* per node, ids in [0, 2 nn) */
+	bool *up;
+	uint64_t *avail;                /* healthy GPUs of UP nodes */
+	uint64_t *freemask;             /* free now, shrinks as jobs start */
+	int *cnt;                       /* [(nmodels + 1) * 65]: UP nodes by free count */
+	int *rhead;
+	struct resv *resv;
+	size_t nresv, cap_resv;
+	int64_t total_gpus;
+	int64_t *tgpus;                 /* per tenant: GPUs of its subtree's live runs */
+	int *tjobs;                     /* per tenant: live runs of its subtree */
+	bool *victim;                   /* per run: stopped in this cycle */
+	int *run_gpus;
+	struct rel *rel;                /* running runs' releases, sorted */
+	size_t nrel;
+	struct rel *crel;               /* this cycle's releases, kept sorted */
+	size_t ncrel, cap_crel;
+	int min_preempt_prio;
+	int64_t max_stopping_end;
+	/* scratch, nn entries each */
+	struct cand *sc_cand;
+	uint64_t *sc_mask, *sc_last;
+	int64_t *sc_time;
+	struct sched_alloc *sc_alloc, *sc_alloc2;
+	/* shape caches */
+	struct centry *cache;
+	size_t cap_cache, ncache;
+	/* ordering */
+	double *fs;
+	size_t *order;
+	double *prio;
+	int64_t *runtime;
+	size_t *rank;
+	/* the last verdict computed by admissible() */
+	enum sched_reason pv_reason;
+	char pv_msg[160];
+};
+
+enum place_mode { PLACE_NOW, PLACE_LATER };
+
+void *sched__xmalloc(size_t n);
+void *sched__xcalloc(size_t n, size_t size);
+void *sched__grow(void *p, size_t *cap, size_t need, size_t size);
+
+int64_t sched__run_end(const struct cyc *c, const struct sched_run *r);
+void sched__bucket_move(struct cyc *c, int n, int from, int to);
+int sched__nodes_ge(const struct cyc *c, int model, int g);
+void sched__add_preemption(struct cyc *c, size_t ri, int64_t for_job, enum sched_preempt_reason why);
+
+void sched__add_crel(struct cyc *c, int64_t t, int node, uint64_t mask, int run);
+void sched__add_resv(struct cyc *c, int node, uint64_t mask, int64_t start, int64_t end);
+size_t sched__place(struct cyc *c, const struct req *q, const uint64_t *base, int64_t t0, int64_t t1,
+                    enum place_mode mode, struct sched_alloc *out);
+int64_t sched__earliest(struct cyc *c, const struct req *q, int64_t rt, struct sched_alloc *out, size_t *na);
+int sched__max_in_unit(struct cyc *c, const struct req *q, bool healthy_only);
+bool sched__cache_failed(struct cyc *c, const struct req *q, int64_t rt);
+void sched__cache_fail(struct cyc *c, const struct req *q, int64_t rt);
+bool sched__choose_victims(struct cyc *c, const struct sched_job *j, const struct req *q, int64_t rt,
+                           enum sched_preempt_reason *why);
+
+#endif

@@ -1,0 +1,595 @@
+/*
+ * sched_place.c - placement (topology-aware best fit), the time profile
+ * (earliest start of a gang), shape caches and victim selection.
+ */
+#include "sched_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ profile */
+
+void sched__add_crel(struct cyc *c, int64_t t, int node, uint64_t mask, int run)
+{
+	c->crel = sched__grow(c->crel, &c->cap_crel, c->ncrel + 1, sizeof(*c->crel));
+	size_t lo = 0, hi = c->ncrel;
+	while (lo < hi) { /* after every event at the same time: insertion order is kept */
+		size_t mid = (lo + hi) / 2;
+		if (c->crel[mid].t <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	memmove(&c->crel[lo + 1], &c->crel[lo], (c->ncrel - lo) * sizeof(*c->crel));
+	c->crel[lo] = (struct rel){ t, node, mask, run };
+	c->ncrel++;
+}
+
+void sched__add_resv(struct cyc *c, int node, uint64_t mask, int64_t start, int64_t end)
+{
+	c->resv = sched__grow(c->resv, &c->cap_resv, c->nresv + 1, sizeof(*c->resv));
+	c->resv[c->nresv] = (struct resv){ c->rhead[node], start, end, mask };
+	c->rhead[node] = (int)c->nresv++;
+}
+
+/* ------------------------------------------------------------ caches */
+
+static uint64_t mix(uint64_t h, int64_t v)
+{
+	h ^= (uint64_t)v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdULL;
+}
+
+static struct centry *cache_slot(struct cyc *c, int kind, const struct req *q, bool create)
+{
+	uint64_t h = mix(mix(mix(mix(mix(mix(mix(0, kind), q->model), q->g), q->nmin), q->nmax), q->required),
+	                 q->preferred);
+	if (create && (c->ncache + 1) * 2 > c->cap_cache) {
+		size_t ncap = c->cap_cache ? c->cap_cache * 2 : 256;
+		struct centry *n = sched__xcalloc(ncap, sizeof(*n));
+		for (size_t i = 0; i < c->cap_cache; i++) {
+			if (!c->cache[i].used)
+				continue;
+			size_t k = c->cache[i].hash & (ncap - 1);
+			while (n[k].used)
+				k = (k + 1) & (ncap - 1);
+			n[k] = c->cache[i];
+		}
+		free(c->cache);
+		c->cache = n;
+		c->cap_cache = ncap;
+	}
+	if (!c->cap_cache)
+		return NULL;
+	size_t k = h & (c->cap_cache - 1);
+	while (c->cache[k].used) {
+		struct centry *e = &c->cache[k];
+		if (e->hash == h && e->kind == kind && e->model == q->model && e->g == q->g && e->nmin == q->nmin &&
+		    e->nmax == q->nmax && e->req == q->required && e->pref == q->preferred)
+			return e;
+		k = (k + 1) & (c->cap_cache - 1);
+	}
+	if (!create)
+		return NULL;
+	struct centry *e = &c->cache[k];
+	*e = (struct centry){ h, kind, q->model, q->g, q->nmin, q->nmax, q->required, q->preferred, 0, true };
+	c->ncache++;
+	return e;
+}
+
+enum { CACHE_FAIL = 1, CACHE_UNIT_ALL, CACHE_UNIT_OK };
+
+bool sched__cache_failed(struct cyc *c, const struct req *q, int64_t rt)
+{
+	struct centry *e = cache_slot(c, CACHE_FAIL, q, false);
+	return e && rt >= e->value;
+}
+
+void sched__cache_fail(struct cyc *c, const struct req *q, int64_t rt)
+{
+	struct centry *e = cache_slot(c, CACHE_FAIL, q, false);
+	if (!e) {
+		e = cache_slot(c, CACHE_FAIL, q, true);
+		e->value = rt;
+	} else if (rt < e->value) {
+		e->value = rt;
+	}
+}
+
+static bool model_ok(const struct cyc *c, const struct req *q, int n)
+{
+	return q->model == -1 || (q->model >= 0 && c->model[n] == q->model);
+}
+
+/* The most nodes able to hold q->g GPUs inside one unit of the required level. */
+int sched__max_in_unit(struct cyc *c, const struct req *q, bool healthy_only)
+{
+	struct req key = *q;
+	key.nmin = key.nmax = 0;
+	key.preferred = -1;
+	struct centry *e = cache_slot(c, healthy_only ? CACHE_UNIT_OK : CACHE_UNIT_ALL, &key, false);
+	if (e)
+		return (int)e->value;
+	int best = 0;
+	if (q->model != -2) {
+		int *count = NULL;
+		if (q->required >= 0)
+			count = sched__xcalloc(2 * c->nn + 1, sizeof(int));
+		for (size_t n = 0; n < c->nn; n++) {
+			if (!model_ok(c, q, (int)n))
+				continue;
+			int g = healthy_only ? __builtin_popcountll(c->avail[n]) : c->s->nodes[n].gpu_count;
+			if ((healthy_only && !c->up[n]) || g < q->g)
+				continue;
+			if (count) {
+				int v = ++count[c->unit[q->required][n]];
+				if (v > best)
+					best = v;
+			} else {
+				best++;
+			}
+		}
+		free(count);
+	}
+	e = cache_slot(c, healthy_only ? CACHE_UNIT_OK : CACHE_UNIT_ALL, &key, true);
+	e->value = best;
+	return best;
+}
+
+/* ------------------------------------------------------------ placement */
+
+
+struct group {
+	int unit;
+	size_t lo, n;
+	int64_t free;
+};
+
+static int cmp_i64(int64_t a, int64_t b)
+{
+	return (a > b) - (a < b);
+}
+
+/* Sorting by unit needs the level: candidates carry no unit, so sort a
+ * (unit, index) key array and permute. */
+struct ukey {
+	int unit;
+	size_t i;
+};
+
+static int ukey_cmp(const void *a, const void *b)
+{
+	const struct ukey *x = a, *y = b;
+	if (x->unit != y->unit)
+		return x->unit < y->unit ? -1 : 1;
+	return (x->i > y->i) - (x->i < y->i);
+}
+
+static int leaf_cmp(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+	if (x->free != y->free)
+		return x->free < y->free ? -1 : 1;
+	if (x->key != y->key)
+		return cmp_i64(x->key, y->key);
+	return (x->node > y->node) - (x->node < y->node);
+}
+
+static size_t group_by(struct cyc *c, struct cand *v, size_t n, int level, struct group **out)
+{
+	struct ukey *k = sched__xmalloc((n + 1) * sizeof(*k));
+	struct cand *tmp = sched__xmalloc((n + 1) * sizeof(*tmp));
+	for (size_t i = 0; i < n; i++)
+		k[i] = (struct ukey){ c->unit[level][v[i].node], i };
+	qsort(k, n, sizeof(*k), ukey_cmp);
+	for (size_t i = 0; i < n; i++)
+		tmp[i] = v[k[i].i];
+	memcpy(v, tmp, n * sizeof(*v));
+	struct group *g = sched__xmalloc((n + 1) * sizeof(*g));
+	size_t ng = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (ng == 0 || g[ng - 1].unit != k[i].unit)
+			g[ng++] = (struct group){ k[i].unit, i, 0, 0 };
+		g[ng - 1].n++;
+		g[ng - 1].free += v[i].free;
+	}
+	free(k);
+	free(tmp);
+	*out = g;
+	return ng;
+}
+
+/* Tightest group holding at least k: fewest free GPUs, then fewest nodes. */
+static struct group *tightest(struct group *g, size_t ng, size_t k, const bool *taken)
+{
+	struct group *best = NULL;
+	for (size_t i = 0; i < ng; i++) {
+		if ((taken && taken[i]) || g[i].n < k)
+			continue;
+		if (!best || g[i].free < best->free || (g[i].free == best->free && g[i].n < best->n))
+			best = &g[i];
+	}
+	return best;
+}
+
+/*
+ * Picks k candidates from v[0..n) (n >= k) minimising units used at each
+ * level from `level` down, tightest units first; appends them to out.
+ */
+static void pick(struct cyc *c, struct cand *v, size_t n, int level, size_t k, struct cand *out, size_t *nout)
+{
+	if (k == 0)
+		return;
+	if (level >= c->s->settings.nlevels) {
+		qsort(v, n, sizeof(*v), leaf_cmp);
+		memcpy(out + *nout, v, k * sizeof(*v));
+		*nout += k;
+		return;
+	}
+	struct group *g;
+	size_t ng = group_by(c, v, n, level, &g);
+	struct group *one = tightest(g, ng, k, NULL);
+	if (one) {
+		pick(c, v + one->lo, one->n, level + 1, k, out, nout);
+		free(g);
+		return;
+	}
+	bool *taken = sched__xcalloc(ng, sizeof(bool));
+	size_t left = k;
+	while (left > 0) {
+		struct group *fit = tightest(g, ng, left, taken);
+		if (fit) {
+			pick(c, v + fit->lo, fit->n, level + 1, left, out, nout);
+			break;
+		}
+		struct group *big = NULL; /* the largest unit, whole */
+		for (size_t i = 0; i < ng; i++)
+			if (!taken[i] && (!big || g[i].n > big->n || (g[i].n == big->n && g[i].free < big->free)))
+				big = &g[i];
+		taken[big - g] = true;
+		pick(c, v + big->lo, big->n, level + 1, big->n, out, nout);
+		left -= big->n;
+	}
+	free(taken);
+	free(g);
+}
+
+static uint64_t take_bits(uint64_t pref, uint64_t all, int g)
+{
+	uint64_t r = 0;
+	uint64_t m = pref & all;
+	while (g > 0 && m) {
+		uint64_t b = m & (~m + 1);
+		r |= b;
+		m &= m - 1;
+		g--;
+	}
+	m = all & ~r;
+	while (g > 0 && m) {
+		uint64_t b = m & (~m + 1);
+		r |= b;
+		m &= m - 1;
+		g--;
+	}
+	return r;
+}
+
+static int alloc_node_cmp(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+	return (x->node > y->node) - (x->node < y->node);
+}
+
+/*
+ * Places q on GPUs of `base` (per node) usable during [t0, t1), away from
+ * reservations. PLACE_NOW prefers nodes and GPUs whose next reservation is
+ * soonest after t1 (short jobs go into holes before reservations, leaving
+ * unreserved GPUs to long ones); PLACE_LATER prefers those released latest
+ * (c->sc_time, c->sc_last), leaving GPUs free now to backfill. Returns the
+ * node count placed (0: none) with the allocation in out, rank order.
+ */
+size_t sched__place(struct cyc *c, const struct req *q, const uint64_t *base, int64_t t0, int64_t t1,
+                    enum place_mode mode, struct sched_alloc *out)
+{
+	struct cand *e = c->sc_cand;
+	size_t ne = 0;
+	if (q->model == -2 || q->nmax < 1)
+		return 0;
+	for (size_t n = 0; n < c->nn; n++) {
+		if (!c->up[n] || !model_ok(c, q, (int)n))
+			continue;
+		uint64_t m = base[n] & c->avail[n];
+		if (__builtin_popcountll(m) < q->g)
+			continue;
+		int64_t key = INT64_MAX;
+		uint64_t pref = 0;
+		for (int r = c->rhead[n]; r >= 0; r = c->resv[r].next) {
+			const struct resv *x = &c->resv[r];
+			if (x->start < t1 && t0 < x->end) {
+				m &= ~x->mask;
+			} else if (mode == PLACE_NOW && x->start >= t1) {
+				if (x->start < key)
+					key = x->start;
+				pref |= x->mask;
+			}
+		}
+		int f = __builtin_popcountll(m);
+		if (f < q->g)
+			continue;
+		if (mode == PLACE_LATER) {
+			key = -c->sc_time[n];
+			pref = c->sc_last[n];
+		}
+		e[ne++] = (struct cand){ (int)n, f, key, m, pref };
+	}
+	if (ne < (size_t)q->nmin)
+		return 0;
+	struct cand *seg = e;
+	size_t nseg = ne;
+	size_t want = ne < (size_t)q->nmax ? ne : (size_t)q->nmax;
+	int level = 0;
+	if (q->required >= 0) {
+		struct group *g;
+		size_t ng = group_by(c, e, ne, q->required, &g);
+		struct group *best = NULL;
+		size_t best_n = 0;
+		for (size_t i = 0; i < ng; i++) {
+			size_t fits = g[i].n < (size_t)q->nmax ? g[i].n : (size_t)q->nmax;
+			if (fits < (size_t)q->nmin)
+				continue;
+			if (!best || fits > best_n || (fits == best_n && (g[i].free < best->free ||
+			                                                  (g[i].free == best->free && g[i].n < best->n)))) {
+				best = &g[i];
+				best_n = fits;
+			}
+		}
+		if (!best) {
+			free(g);
+			return 0;
+		}
+		seg = e + best->lo;
+		nseg = best->n;
+		want = best_n;
+		level = q->required + 1;
+		free(g);
+	}
+	struct cand *chosen = sched__xmalloc((want + 1) * sizeof(*chosen));
+	size_t nc = 0;
+	pick(c, seg, nseg, level, want, chosen, &nc);
+	qsort(chosen, nc, sizeof(*chosen), alloc_node_cmp);
+	for (size_t i = 0; i < nc; i++)
+		out[i] = (struct sched_alloc){ chosen[i].node, take_bits(chosen[i].pref, chosen[i].mask, q->g) };
+	free(chosen);
+	return nc;
+}
+
+/* ------------------------------------------------------------ earliest start */
+
+static bool eligible(const struct cyc *c, const struct req *q, int n, uint64_t m)
+{
+	return c->up[n] && model_ok(c, q, n) && __builtin_popcountll(m & c->avail[n]) >= q->g;
+}
+
+static int i64_cmp(const void *a, const void *b)
+{
+	return cmp_i64(*(const int64_t *)a, *(const int64_t *)b);
+}
+
+/*
+ * Sweeps the time profile for the earliest t >= now at which q fits for rt
+ * seconds without touching a reservation. Returns t (allocation in out) or
+ * SCHED_NEVER.
+ */
+int64_t sched__earliest(struct cyc *c, const struct req *q, int64_t rt, struct sched_alloc *out, size_t *na)
+{
+	uint64_t *rm = c->sc_mask, *last = c->sc_last;
+	int64_t *rtime = c->sc_time;
+	int64_t now = c->now;
+	size_t ec = 0;
+	*na = 0;
+	if (q->model == -2)
+		return SCHED_NEVER;
+	for (size_t n = 0; n < c->nn; n++) {
+		rm[n] = c->freemask[n];
+		last[n] = c->freemask[n];
+		rtime[n] = now;
+		if (eligible(c, q, (int)n, rm[n]))
+			ec++;
+	}
+	if (ec >= (size_t)q->nmin) {
+		*na = sched__place(c, q, rm, now, now + rt, PLACE_LATER, out);
+		if (*na)
+			return now;
+	}
+	int64_t *ends = sched__xmalloc((c->nresv + 1) * sizeof(int64_t));
+	for (size_t i = 0; i < c->nresv; i++)
+		ends[i] = c->resv[i].end;
+	qsort(ends, c->nresv, sizeof(*ends), i64_cmp);
+	size_t i = 0, j = 0, k = 0;
+	int64_t found = SCHED_NEVER;
+	for (;;) {
+		while (i < c->nrel && (c->victim[c->rel[i].run] || c->rel[i].t <= now))
+			i++;
+		while (k < c->nresv && ends[k] <= now)
+			k++;
+		int64_t t = INT64_MAX;
+		if (i < c->nrel)
+			t = c->rel[i].t;
+		if (j < c->ncrel && c->crel[j].t < t)
+			t = c->crel[j].t;
+		if (k < c->nresv && ends[k] < t)
+			t = ends[k];
+		if (t == INT64_MAX)
+			break;
+		for (;;) {
+			const struct rel *r = NULL;
+			if (i < c->nrel && c->rel[i].t == t && !c->victim[c->rel[i].run])
+				r = &c->rel[i++];
+			else if (i < c->nrel && c->rel[i].t == t)
+				i++;
+			else if (j < c->ncrel && c->crel[j].t == t)
+				r = &c->crel[j++];
+			else
+				break;
+			if (!r)
+				continue;
+			int n = r->node;
+			bool was = eligible(c, q, n, rm[n]);
+			rm[n] |= r->mask & c->avail[n];
+			if (rtime[n] != t) {
+				rtime[n] = t;
+				last[n] = 0;
+			}
+			last[n] |= r->mask;
+			if (!was && eligible(c, q, n, rm[n]))
+				ec++;
+		}
+		while (k < c->nresv && ends[k] == t)
+			k++;
+		if (ec >= (size_t)q->nmin) {
+			*na = sched__place(c, q, rm, t, t + rt, PLACE_LATER, out);
+			if (*na) {
+				found = t;
+				break;
+			}
+		}
+	}
+	free(ends);
+	return found;
+}
+
+/* ------------------------------------------------------------ preemption */
+
+struct vcand {
+	size_t run;
+	int64_t cost;   /* GPU-seconds of progress lost */
+	int64_t start;
+	int64_t id;
+};
+
+static int vcand_cmp(const void *a, const void *b)
+{
+	const struct vcand *x = a, *y = b;
+	if (x->cost != y->cost)
+		return cmp_i64(x->cost, y->cost);
+	if (x->start != y->start)
+		return -cmp_i64(x->start, y->start); /* newest first */
+	return -cmp_i64(x->id, y->id);
+}
+
+static bool ancestor_or_self(const struct cyc *c, int a, int t)
+{
+	for (int d = 0; t >= 0 && d <= (int)c->s->ntenants; d++) {
+		if (t == a)
+			return true;
+		t = c->s->tenants[t].parent;
+	}
+	return false;
+}
+
+static int64_t victims_end(const struct cyc *c, const struct vcand *v, const bool *drop, size_t k)
+{
+	int64_t g = 1;
+	for (size_t i = 0; i < k; i++) {
+		if (drop && drop[i])
+			continue;
+		const struct sched_run *r = &c->s->runs[v[i].run];
+		if (r->grace > g)
+			g = r->grace;
+	}
+	return c->now + g;
+}
+
+static void victims_mask(struct cyc *c, const struct vcand *v, const bool *drop, size_t k, uint64_t *av)
+{
+	memcpy(av, c->freemask, c->nn * sizeof(uint64_t));
+	for (size_t i = 0; i < k; i++) {
+		if (drop && drop[i])
+			continue;
+		const struct sched_run *r = &c->s->runs[v[i].run];
+		for (size_t a = 0; a < r->nalloc; a++)
+			av[r->alloc[a].node] |= r->alloc[a].gpus;
+	}
+}
+
+bool sched__choose_victims(struct cyc *c, const struct sched_job *j, const struct req *q, int64_t rt,
+                           enum sched_preempt_reason *why)
+{
+	const struct sched_snapshot *s = c->s;
+	const struct sched_tenant *jt = &s->tenants[j->tenant];
+	int64_t need = (int64_t)q->nmin * q->g;
+	bool reclaim = jt->guaranteed_gpus > 0 && c->tgpus[j->tenant] + need <= jt->guaranteed_gpus;
+	struct vcand *v = sched__xmalloc((s->nruns + 1) * sizeof(*v));
+	size_t nv = 0;
+	bool ok = false;
+	for (size_t i = 0; i < s->nruns; i++) {
+		const struct sched_run *r = &s->runs[i];
+		if (c->victim[i] || r->stopping || !r->preemptible)
+			continue;
+		bool lower = r->priority < j->priority;
+		bool borrower = reclaim && !ancestor_or_self(c, r->tenant, j->tenant) &&
+		                !ancestor_or_self(c, j->tenant, r->tenant) &&
+		                c->tgpus[r->tenant] > s->tenants[r->tenant].guaranteed_gpus;
+		if (!lower && !borrower)
+			continue;
+		bool useful = false;
+		for (size_t a = 0; a < r->nalloc && !useful; a++)
+			useful = c->up[r->alloc[a].node] && model_ok(c, q, r->alloc[a].node);
+		if (!useful)
+			continue;
+		int64_t ran = s->now - r->start;
+		v[nv++] = (struct vcand){ i, (int64_t)c->run_gpus[i] * (ran > 0 ? ran : 0), r->start, r->run_id };
+	}
+	if (!nv)
+		goto out;
+	qsort(v, nv, sizeof(*v), vcand_cmp);
+	uint64_t *av = sched__xmalloc(c->nn * sizeof(uint64_t) + 1);
+	memcpy(av, c->freemask, c->nn * sizeof(uint64_t));
+	size_t ec = 0;
+	for (size_t n = 0; n < c->nn; n++)
+		if (eligible(c, q, (int)n, av[n]))
+			ec++;
+	size_t k = 0;
+	for (; k < nv; k++) {
+		const struct sched_run *r = &s->runs[v[k].run];
+		for (size_t a = 0; a < r->nalloc; a++) {
+			int n = r->alloc[a].node;
+			bool was = eligible(c, q, n, av[n]);
+			av[n] |= r->alloc[a].gpus;
+			if (!was && eligible(c, q, n, av[n]))
+				ec++;
+		}
+		if (ec < (size_t)q->nmin)
+			continue;
+		int64_t t = victims_end(c, v, NULL, k + 1);
+		if (sched__place(c, q, av, t, t + rt, PLACE_NOW, c->sc_alloc2)) {
+			ok = true;
+			k++;
+			break;
+		}
+	}
+	if (ok) {
+		/* Never more than needed: drop the dearest victims the gang can do without. */
+		bool *drop = sched__xcalloc(k, sizeof(bool));
+		for (size_t x = k; x-- > 0;) {
+			drop[x] = true;
+			victims_mask(c, v, drop, k, av);
+			int64_t t = victims_end(c, v, drop, k);
+			if (!sched__place(c, q, av, t, t + rt, PLACE_NOW, c->sc_alloc2))
+				drop[x] = false;
+		}
+		bool all_lower = true;
+		for (size_t x = 0; x < k; x++)
+			if (!drop[x] && s->runs[v[x].run].priority >= j->priority)
+				all_lower = false;
+		*why = all_lower ? SCHED_PREEMPT_PRIORITY : SCHED_PREEMPT_RECLAIM;
+		for (size_t x = 0; x < k; x++)
+			if (!drop[x])
+				sched__add_preemption(c, v[x].run, j->id, *why);
+		free(drop);
+	}
+	free(av);
+out:
+	free(v);
+	return ok;
+}
