@@ -565,6 +565,18 @@ int cli_submit_parse(int argc, char **argv, struct cli_submit *s, struct mu_erro
 		ret = mu_error_set(err, MU_ERANGE, "min_nodes", "--min-nodes is above --nodes");
 		goto out;
 	}
+	/* sbatch's default name: the script's base name, or "wrap" for --wrap. */
+	if (!json_object_get(body, "name")) {
+		const char *argv0 = json_string_value(json_array_get(command, 0));
+		const char *slash = strrchr(argv0, '/');
+		const char *base = wrap ? "wrap" : slash && slash[1] ? slash + 1 : argv0;
+		json_t *n = json_string(base);
+
+		if (n && json_string_length(n) <= 256)
+			json_object_set_new(body, "name", n);
+		else
+			json_decref(n);
+	}
 	json_object_set(body, "command", command);
 	if (json_object_size(env))
 		json_object_set(body, "env", env);

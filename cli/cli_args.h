@@ -95,7 +95,8 @@ struct cli_submit {
 	bool parsable;               /* --parsable: print only the job id */
 };
 
-/* argv[0] is "submit". `s->g` may be pre-filled with global options. */
+/* argv[0] is "submit". `s->g` may be pre-filled with global options.
+ * Without -J the name is the command's base name ("wrap" for --wrap), as sbatch does. */
 int cli_submit_parse(int argc, char **argv, struct cli_submit *s, struct mu_error *err)
 	__attribute__((warn_unused_result));
 void cli_submit_release(struct cli_submit *s);

@@ -122,6 +122,11 @@ static void queue_row(struct cli_table *t, const json_t *job)
 	char *name = cli_value_text(json_object_get(job, "name"));
 	char *why;
 
+	if (!*name) { /* an empty cell would shift the columns for `awk` */
+		mu_free(name);
+		name = mu_strdup("-");
+	}
+
 	snprintf(id, sizeof(id), "%lld", (long long)json_integer_value(json_object_get(job, "id")));
 	if (json_is_integer(min) && json_integer_value(min) != nodes)
 		snprintf(n, sizeof(n), "%lld-%lld", (long long)json_integer_value(min), nodes);
@@ -209,8 +214,12 @@ out_release:
 	return ret;
 }
 
-/* Fetches one job (or its explain) and returns an exit code; *doc is new on success. */
-static int get_job(struct cli_session *sess, const char *idtext, const char *suffix, json_t **doc)
+/*
+ * Fetches one job (or its explain) and returns an exit code; *doc is new on
+ * success. The error is printed unless `quiet` is given, which then gets it.
+ */
+static int get_job(struct cli_session *sess, const char *idtext, const char *suffix, json_t **doc,
+		   struct mu_error *quiet)
 {
 	struct mu_error err;
 	int64_t id;
@@ -223,6 +232,10 @@ static int get_job(struct cli_session *sess, const char *idtext, const char *suf
 	path = mu_asprintf("/v1/jobs/%" PRId64 "%s", id, suffix);
 	ret = cli_http_call(&sess->http, "GET", path, NULL, NULL, NULL, doc, &err);
 	mu_free(path);
+	if (ret < 0 && quiet) {
+		*quiet = err;
+		return cli_exit_for(ret);
+	}
 	if (ret < 0)
 		return cli_report(&err);
 	return CLI_EXIT_OK;
@@ -416,7 +429,7 @@ int cmd_show(struct cli_global *g, int argc, char **argv)
 		return ret;
 	for (int i = first; i < argc; i++) {
 		json_t *job = NULL;
-		int rc = get_job(&sess, argv[i], "", &job);
+		int rc = get_job(&sess, argv[i], "", &job, NULL);
 		if (rc) {
 			ret = ret ? ret : rc;
 			continue;
@@ -501,7 +514,20 @@ int cmd_explain(struct cli_global *g, int argc, char **argv)
 	ret = cli_session_open(&sess, g);
 	if (ret)
 		return ret;
-	ret = get_job(&sess, argv[first], "/explain", &doc);
+	ret = get_job(&sess, argv[first], "/explain", &doc, &err);
+	if (ret == CLI_EXIT_NOTFOUND && !err.field[0]) {
+		/* Tell "no such job" from "no explain endpoint": the job itself answers. */
+		json_t *job = NULL;
+		if (get_job(&sess, argv[first], "", &job, NULL) == CLI_EXIT_OK) {
+			fprintf(stderr, "muster: error: this server does not support explain yet "
+					"(GET /v1/jobs/%s/explain answered HTTP 404)\n",
+				argv[first]);
+			ret = CLI_EXIT_ERROR;
+		}
+		json_decref(job);
+	} else if (ret) {
+		cli_report(&err);
+	}
 	if (!ret) {
 		if (sess.json)
 			cli_print_json(doc);

@@ -42,14 +42,21 @@ static int get_report(struct cli_global *g, const char *path)
 	struct cli_session s;
 	struct mu_error err;
 	json_t *doc = NULL;
+	long status = 0;
 	int ret;
 
 	mu_error_clear(&err);
 	ret = cli_session_open(&s, g);
 	if (ret)
 		return ret;
-	ret = cli_http_call(&s.http, "GET", path, NULL, NULL, NULL, &doc, &err);
-	if (ret < 0) {
+	ret = cli_http_call(&s.http, "GET", path, NULL, NULL, &status, &doc, &err);
+	if (ret < 0 && (status == 404 || status == 405 || status == 501) && !err.field[0]) {
+		/* A collection answering 404 is a route this server lacks. */
+		fprintf(stderr, "muster: error: this server does not support this report yet "
+				"(GET %.*s answered HTTP %ld)\n",
+			(int)strcspn(path, "?"), path, status);
+		ret = CLI_EXIT_ERROR;
+	} else if (ret < 0) {
 		ret = cli_report(&err);
 	} else {
 		print_report(&s, doc);

@@ -397,6 +397,34 @@ def test_nodes(c):
     check_eq(rc, EXIT_NOTFOUND, err)
 
 
+def test_default_name_and_later_endpoints(c):
+    need(c, "GET", "/v1/jobs")
+    tok = tenant(c, "cli-later")
+    rc, out, err = run(c, "submit", "--parsable", "--", "/opt/jobs/train.sh", "--fast",
+                       token=tok)
+    check_eq(rc, 0, err)
+    jid = int(out)
+    check_eq(c.sql_value("SELECT name FROM jobs WHERE id = $1", jid), "train.sh")
+    rc, out, err = run(c, "submit", "--parsable", "--wrap", "echo hi", token=tok)
+    check_eq(c.sql("SELECT name, command::text FROM jobs WHERE id = $1", int(out)),
+             [("wrap", '["/bin/sh", "-c", "echo hi"]')])
+    # explain, usage and fairshare come with the scheduler: until then a clear message.
+    for args, path in ((["explain", jid], "/v1/jobs/%d/explain" % jid),
+                       (["usage", "--group-by", "user"], "/v1/usage"),
+                       (["fairshare"], "/v1/fairshare")):
+        st, _, _ = c.api("GET", path)
+        rc, out, err = run(c, *args)
+        if st in ENDPOINT_MISSING:
+            check_eq(rc, EXIT_ERROR, args, err)
+            check_one_error_line(err, "does not support")
+        else:
+            check_eq(rc, 0, args, err)
+            check(out, args)
+    rc, out, err = run(c, "explain", "999999999")
+    check_eq(rc, EXIT_NOTFOUND, err)
+    check_one_error_line(err, "Not found")
+
+
 def test_test_only(c):
     need(c, "GET", "/v1/jobs")
     tok = tenant(c, "cli-dry")

@@ -208,7 +208,7 @@ static void submit_full(void **state)
 			 0);
 	body = dump(s.body);
 	assert_string_equal(body, "{\"command\":[\"python\",\"-u\",\"x.py\",\"--nodes\",\"9\"],"
-				  "\"gpus_per_node\":0,\"nodes\":1}");
+				  "\"gpus_per_node\":0,\"name\":\"python\",\"nodes\":1}");
 	mu_free(body);
 	assert_true(s.test_only);
 	cli_submit_release(&s);
@@ -219,9 +219,14 @@ static void submit_full(void **state)
 			 0);
 	body = dump(s.body);
 	assert_string_equal(body, "{\"command\":[\"/bin/sh\",\"-c\",\"echo $HOSTNAME\"],"
-				  "\"gpus_per_node\":0,\"min_nodes\":1,\"nodes\":3,"
+				  "\"gpus_per_node\":0,\"min_nodes\":1,\"name\":\"wrap\",\"nodes\":3,"
 				  "\"priority_class\":\"low\",\"topology\":{\"preferred\":\"block\"}}");
 	mu_free(body);
+	cli_submit_release(&s);
+
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(PARSE(&s, &err, "submit", "/opt/jobs/train.sh", "a"), 0);
+	assert_string_equal(json_string_value(json_object_get(s.body, "name")), "train.sh");
 	cli_submit_release(&s);
 
 	memset(&s, 0, sizeof(s));
