@@ -266,6 +266,11 @@ static void submit_bad(void **state)
 		CASE("twice", "submit", "--label", "a=1", "--label", "a=2", "x"),
 		CASE("not both", "submit", "--wrap", "true", "x"),
 		CASE("unknown or malformed", "submit", "--json=yes", "x"),
+		CASE("UTF-8", "submit", "--label", "a=\xff", "x"),
+		CASE("UTF-8", "submit", "--env", "A=\xc3(", "x"),
+		CASE("UTF-8", "submit", "-J", "bad\xff", "x"),
+		CASE("UTF-8", "submit", "--", "x", "\xed\xa0\x80"),
+		CASE("UTF-8", "submit", "--wrap", "\xff"),
 #undef CASE
 	};
 	(void)state;
