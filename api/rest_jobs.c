@@ -130,7 +130,7 @@ int rest_jobs_submit(struct rest_req *rq)
 			goto out;
 		}
 		for (size_t i = 0; i < n; i++) {
-			if (key[i] < 0x21 || key[i] > 0x7e) {
+			if (key[i] < 0x20 || key[i] > 0x7e) {
 				ret = mu_error_set(&rq->err, MU_EINVAL, "Idempotency-Key",
 						   "must be printable ASCII");
 				goto out;
