@@ -314,12 +314,24 @@ static int initdb(struct devdb *d, struct mu_error *err)
 	if (ret)
 		return ret;
 	{
+		/* --no-sync + one syncfs below: as durable as initdb's own
+		 * per-file fsyncs, and several times faster on a busy disk. */
 		const char *args[] = { "-D", tmp, "-A", "trust", "-E", "UTF8", "--locale=C.UTF-8",
-				       "-U", PG_USER, "--no-instructions", NULL };
+				       "-U", PG_USER, "--no-instructions", "--no-sync", NULL };
 		rc = run_pg(d, "initdb", args, out);
 	}
 	if (rc != 0)
 		return mu_error_set(err, MU_EIO, "", "initdb failed (exit %d): see %s", rc, out);
+	{
+		int fd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 || syncfs(fd) != 0) {
+			ret = mu_error_set(err, MU_EIO, "", "cannot sync %s: %s", tmp, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return ret;
+		}
+		close(fd);
+	}
 	ret = append_conf(d, tmp, err);
 	if (ret)
 		return ret;

@@ -44,6 +44,8 @@ Methods:
                                  psql (:'pN'): any string is safe. None -> NULL. Several
                                  statements may be given; rows of all are returned.
   c.sql_value(query, *params) -> first column of the first row, or None
+  c.new_database(name, migrate=False) -> URL of a new, empty database on the same server
+                                 (cheaper than a second Cluster when a test needs a clean schema)
   c.api(method, path, body=None, token=None, headers=None, raw=None, timeout=30)
                               -> (status, headers (dict, lowercase names), body) where body
                                  is parsed JSON for JSON/problem+json responses, else text.
@@ -462,6 +464,20 @@ class Cluster:
     def sql_value(self, query, *params):
         rows = self.sql(query, *params)
         return rows[0][0] if rows and rows[0] else None
+
+    def new_database(self, name, migrate=False):
+        if not name.replace("_", "").isalnum():
+            raise ValueError("database name: letters, digits, _")
+        self.sql('CREATE DATABASE "%s"' % name)
+        url = self.db_url.replace("postgresql:///muster?", "postgresql:///%s?" % name, 1)
+        if url == self.db_url:
+            raise RuntimeError("cannot derive a URL from %s" % self.db_url)
+        if migrate:
+            r = subprocess.run([self.devdb, "migrate", "--db", url], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, timeout=120)
+            if r.returncode != 0:
+                raise RuntimeError("migrate failed (%d): %s" % (r.returncode, r.stderr))
+        return url
 
     # -- REST --------------------------------------------------------------
     def api(self, method, path, body=None, token=None, headers=None, raw=None, timeout=30):

@@ -11,13 +11,13 @@ import subprocess
 import threading
 
 import harness
-from harness import Cluster, check, check_eq
+from harness import check, check_eq
 
 MIGRATIONS = sorted(glob.glob(os.path.join(harness.SOURCE_DIR, "store", "migrations", "*.sql")))
 
 
-def migrate(c):
-    r = subprocess.run([c.devdb, "migrate", "--db", c.db_url], stdout=subprocess.PIPE,
+def migrate(c, url=None):
+    r = subprocess.run([c.devdb, "migrate", "--db", url or c.db_url], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, timeout=120)
     m = re.search(r"(\d+) migration\(s\) applied", r.stderr)
     return r.returncode, int(m.group(1)) if m else None, r.stderr
@@ -32,8 +32,9 @@ def expected():
     return sorted(rows, key=lambda r: int(r[0]))
 
 
-def recorded(c):
-    return c.sql("SELECT version, name, checksum FROM schema_migrations ORDER BY version")
+def recorded(c, url=None):
+    return c.sql("SELECT version, name, checksum FROM schema_migrations ORDER BY version",
+                 db_url=url)
 
 
 def test_apply_then_noop(c):
@@ -76,38 +77,35 @@ def test_pending_lower_version_applied(c):
     higher number before a lower one lands: the lower one is still applied."""
     if len(MIGRATIONS) < 2:
         harness.skip("needs two migrations")
-    last = expected()[-1]
-    # pretend the newest was applied but the first was not: drop the first's
-    # record and objects is not possible generically, so use a fresh database
-    with Cluster(migrate=False) as c2:
-        c2.sql("CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
-               " checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())")
-        # record every migration but the first as applied, run only the first
-        for v, name, csum in expected()[1:]:
-            c2.sql("INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-                   v, name, csum)
-        rc, n, err = migrate(c2)
-        check_eq((rc, n), (0, 1), err)
-        check_eq(recorded(c2), expected())
-        check(last in recorded(c2))
+    url = c.new_database("lower")
+    c.sql("CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+          " checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())", db_url=url)
+    # record every migration but the first as applied: only the first runs
+    for v, name, csum in expected()[1:]:
+        c.sql("INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+              v, name, csum, db_url=url)
+    rc, n, err = migrate(c, url)
+    check_eq((rc, n), (0, 1), err)
+    check_eq(recorded(c, url), expected())
+    check_eq(c.sql("SELECT count(*) FROM tenants", db_url=url), [("1",)])
 
 
-def test_concurrent_migrators_apply_once():
-    with Cluster(migrate=False) as c2:
-        results = []
+def test_concurrent_migrators_apply_once(c):
+    url = c.new_database("concurrent")
+    results = []
 
-        def run():
-            results.append(migrate(c2))
+    def run():
+        results.append(migrate(c, url))
 
-        threads = [threading.Thread(target=run) for _ in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        check_eq([r[0] for r in results], [0] * 4, [r[2] for r in results])
-        check_eq(sum(r[1] for r in results), len(MIGRATIONS), "each applied exactly once",
-                 [r[2] for r in results])
-        check_eq(recorded(c2), expected())
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check_eq([r[0] for r in results], [0] * 4, [r[2] for r in results])
+    check_eq(sum(r[1] for r in results), len(MIGRATIONS), "each applied exactly once",
+             [r[2] for r in results])
+    check_eq(recorded(c, url), expected())
 
 
 def test_safe_params(c):
