@@ -53,6 +53,7 @@ int cmd_show(struct cli_global *g, int argc, char **argv);
 int cmd_cancel(struct cli_global *g, int argc, char **argv);
 int cmd_explain(struct cli_global *g, int argc, char **argv);
 int cmd_tenants(struct cli_global *g, int argc, char **argv);
+int cmd_classes(struct cli_global *g, int argc, char **argv);
 int cmd_quota(struct cli_global *g, int argc, char **argv);
 int cmd_tokens(struct cli_global *g, int argc, char **argv);
 int cmd_nodes(struct cli_global *g, int argc, char **argv);

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "alloc.h"
+#include "config.h"
 #include "cli_out.h"
 #include "duration.h"
 
@@ -29,6 +30,11 @@ enum admin_opt {
 	A_NODE,
 	A_EXPIRES,
 	A_REASON,
+	A_PRIORITY,
+	A_PREEMPTIBLE,
+	A_DEFAULT_TIME,
+	A_GRACE,
+	A_IS_DEFAULT,
 	A_COUNT,
 };
 
@@ -37,6 +43,8 @@ static const char *const admin_opt_names[A_COUNT] = {
 	"guaranteed-gpus",  "max-gpus",         "max-running-jobs", "max-pending-jobs",
 	"max-time-limit",   "name",             "role",           "tenant",
 	"user",             "node",             "expires-at",     "reason",
+	"priority",         "preemptible",      "default-time-limit", "grace-period",
+	"default",
 };
 
 struct admin_args {
@@ -741,6 +749,165 @@ int cmd_node(struct cli_global *g, int argc, char **argv)
 					       : action);
 		}
 	}
+	cli_session_close(&s);
+out:
+	json_decref(doc);
+	json_decref(body);
+	mu_free(name);
+	mu_free(path);
+	return ret;
+}
+
+int cmd_classes(struct cli_global *g, int argc, char **argv)
+{
+	static const char *const hdr[] = { "NAME",      "PRIORITY", "PREEMPTIBLE", "DEFAULT_TIME",
+					   "MAX_TIME",  "GRACE",    "DEFAULT",     "DESCRIPTION" };
+	static const unsigned field_opts = BIT(A_PRIORITY) | BIT(A_PREEMPTIBLE) |
+					   BIT(A_DEFAULT_TIME) | BIT(A_MAX_TIME) | BIT(A_GRACE) |
+					   BIT(A_IS_DEFAULT) | BIT(A_DESCRIPTION);
+	struct admin_args a;
+	struct cli_session s;
+	struct mu_error err;
+	const char *action;
+	json_t *body = json_object();
+	json_t *doc = NULL;
+	char *name = NULL, *path = NULL;
+	int ret;
+
+	mu_error_clear(&err);
+	ret = admin_parse("classes", argc, argv, g, &a, &err);
+	if (ret == 1) {
+		cli_help("classes");
+		ret = CLI_EXIT_OK;
+		goto out;
+	}
+	if (ret < 0) {
+		ret = cli_usage_error("classes", &err);
+		goto out;
+	}
+	action = a.first < argc ? argv[a.first] : "list";
+	if (a.first >= argc)
+		a.first--;
+	if (!strcmp(action, "list")) {
+		ret = admin_check(&a, 0, action, argc, 0, 0, &err);
+	} else if (!strcmp(action, "show") || !strcmp(action, "delete")) {
+		ret = admin_check(&a, 0, action, argc, 1, 1, &err);
+	} else if (!strcmp(action, "create") || !strcmp(action, "update")) {
+		ret = admin_check(&a, field_opts, action, argc, 1, 1, &err);
+		if (!ret && !strcmp(action, "create"))
+			ret = set_str_opt(body, "name", argv[a.first + 1], &err);
+		if (!ret && !strcmp(action, "create") && !a.v[A_PRIORITY])
+			ret = mu_error_set(&err, MU_EINVAL, "priority", "--priority is required");
+		if (!ret && a.v[A_PRIORITY])
+			ret = set_int_opt(body, "priority", a.v[A_PRIORITY], -1000000000, 1000000000,
+					  false, &err);
+		for (int k = 0; !ret && k < 2; k++) {
+			const char *v = a.v[k ? A_IS_DEFAULT : A_PREEMPTIBLE];
+			bool b;
+			if (!v)
+				continue;
+			if (mu_parse_bool(v, &b) < 0)
+				ret = mu_error_set(&err, MU_EINVAL, "", "--%s takes yes or no, not '%s'",
+						   k ? "default" : "preemptible", v);
+			else
+				json_object_set_new(body, k ? "is_default" : "preemptible",
+						    json_boolean(b));
+		}
+		for (int k = 0; !ret && k < 2; k++) {
+			const char *v = a.v[k ? A_MAX_TIME : A_DEFAULT_TIME];
+			const char *key = k ? "max_time_limit" : "default_time_limit";
+			int64_t secs;
+			if (!v)
+				continue;
+			if (k && (!strcasecmp(v, "none") || !strcasecmp(v, "unlimited")))
+				json_object_set_new(body, key, json_null());
+			else if ((ret = cli_parse_time(v, &secs, &err)) == 0)
+				json_object_set_new(body, key, json_integer(secs));
+		}
+		if (!ret && a.v[A_GRACE])
+			ret = set_int_opt(body, "grace_period", a.v[A_GRACE], 0, 86400, false, &err);
+		if (!ret && a.v[A_DESCRIPTION])
+			ret = set_str_opt(body, "description", a.v[A_DESCRIPTION], &err);
+		if (!ret && !strcmp(action, "update") && json_object_size(body) == 0)
+			ret = mu_error_set(&err, MU_EINVAL, "", "nothing to update");
+	} else {
+		ret = mu_error_set(&err, MU_EINVAL, "",
+				   "unknown action '%s' (list, create, show, update, delete)", action);
+	}
+	if (ret < 0) {
+		ret = cli_usage_error("classes", &err);
+		goto out;
+	}
+	ret = cli_session_open(&s, g);
+	if (ret)
+		goto out;
+	if (!strcmp(action, "list")) {
+		json_t *items = NULL;
+		ret = cli_get_all(&s, "/v1/priority-classes", &items, &err);
+		if (ret < 0) {
+			ret = cli_report(&err);
+		} else if (s.json) {
+			json_t *page = json_pack("{s:O, s:n}", "items", items, "next_cursor");
+			cli_print_json(page);
+			json_decref(page);
+		} else {
+			struct cli_table *t = cli_table_new(8, hdr);
+			size_t i;
+			json_t *c;
+			json_array_foreach(items, i, c) {
+				char *cells[8];
+				char dt[32], mt[32];
+				const json_t *max = json_object_get(c, "max_time_limit");
+
+				mu_duration_format(json_integer_value(json_object_get(c, "default_time_limit")),
+						   dt, sizeof(dt));
+				if (json_is_integer(max))
+					mu_duration_format(json_integer_value(max), mt, sizeof(mt));
+				else
+					snprintf(mt, sizeof(mt), "-");
+				cells[0] = cli_value_text(json_object_get(c, "name"));
+				cells[1] = cli_value_text(json_object_get(c, "priority"));
+				cells[2] = cli_value_text(json_object_get(c, "preemptible"));
+				cells[3] = mu_strdup(dt);
+				cells[4] = mu_strdup(mt);
+				cells[5] = mu_asprintf("%llds", (long long)json_integer_value(
+									json_object_get(c, "grace_period")));
+				cells[6] = cli_value_text(json_object_get(c, "is_default"));
+				cells[7] = cli_value_text(json_object_get(c, "description"));
+				cli_table_add(t, (const char *const *)cells);
+				for (int k = 0; k < 8; k++)
+					mu_free(cells[k]);
+			}
+			cli_table_print(t, stdout);
+			cli_table_free(t);
+			ret = CLI_EXIT_OK;
+		}
+		json_decref(items);
+		goto out_close;
+	}
+	name = pos_escaped(&s, argv, &a, 0);
+	path = mu_asprintf("/v1/priority-classes/%s", name);
+	if (!strcmp(action, "create"))
+		ret = request(&s, "POST", "/v1/priority-classes", body, &doc);
+	else if (!strcmp(action, "update"))
+		ret = request(&s, "PATCH", path, body, &doc);
+	else if (!strcmp(action, "delete"))
+		ret = request(&s, "DELETE", path, NULL, &doc);
+	else
+		ret = request(&s, "GET", path, NULL, &doc);
+	if (ret)
+		goto out_close;
+	if (!strcmp(action, "show") || s.json) {
+		if (doc)
+			print_obj(&s, doc);
+	} else {
+		printf("%s priority class %s\n",
+		       !strcmp(action, "create")   ? "Created"
+		       : !strcmp(action, "update") ? "Updated"
+						   : "Deleted",
+		       argv[a.first + 1]);
+	}
+out_close:
 	cli_session_close(&s);
 out:
 	json_decref(doc);

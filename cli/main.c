@@ -65,6 +65,15 @@ static const struct command {
 	  "                [--max-running-jobs N] [--max-pending-jobs N] [--max-time-limit TIME]\n"
 	  "       muster quota clear TENANT [--gpu-model M]\n"
 	  "  'set' changes only the limits given; 'none' removes one limit.\n" },
+	{ "classes", cmd_classes, "manage priority classes (sacctmgr qos)",
+	  "usage: muster classes list\n"
+	  "       muster classes show NAME\n"
+	  "       muster classes create NAME --priority N [--preemptible yes|no] [--default yes|no]\n"
+	  "                [--default-time-limit TIME] [--max-time-limit TIME|none]\n"
+	  "                [--grace-period SECONDS] [--description TEXT]\n"
+	  "       muster classes update NAME [the same options]\n"
+	  "       muster classes delete NAME\n"
+	  "  TIME is a Slurm time limit (MM, HH:MM:SS, D-HH:MM:SS, ...).\n" },
 	{ "tokens", cmd_tokens, "manage API tokens",
 	  "usage: muster tokens create --role admin|tenant|reader|agent [--name N] [--tenant T]\n"
 	  "                [--user U] [--node NODE] [--expires-at RFC3339]\n"

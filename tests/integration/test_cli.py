@@ -376,6 +376,43 @@ def test_admin_commands(c):
     check_eq(c.sql_value("SELECT count(*) FROM tenants WHERE name = 'cli-adm'"), "0")
 
 
+def test_priority_classes(c):
+    need(c, "GET", "/v1/priority-classes")
+    rc, out, err = run(c, "classes", "create", "cli-hi", "--priority", "100", "--preemptible",
+                       "no", "--default-time-limit", "30", "--max-time-limit", "2-00:00:00",
+                       "--grace-period", "60", "--description", "urgent")
+    check_eq((rc, out), (0, "Created priority class cli-hi\n"), err)
+    check_eq(c.sql("SELECT priority, preemptible, default_time_limit, max_time_limit, "
+                   "grace_period FROM priority_classes WHERE name = 'cli-hi'"),
+             [("100", "f", "1800", "172800", "60")])
+    rc, out, err = run(c, "classes", "list")
+    check_eq(rc, 0, err)
+    check(re.search(r"^cli-hi\s+100\s+no\s+30:00\s+2-00:00:00\s+60s\s+no\s+urgent$", out,
+                    re.M), out)
+    rc, out, err = run(c, "classes", "update", "cli-hi", "--priority", "200",
+                       "--max-time-limit", "none")
+    check_eq(rc, 0, err)
+    rc, out, err = run(c, "classes", "show", "cli-hi", "--json")
+    doc = json.loads(out)
+    check_eq((doc["priority"], doc["max_time_limit"]), (200, None))
+    tok = tenant(c, "cli-cls")
+    rc, out, err = run(c, "submit", "--parsable", "-q", "cli-hi", "--", "true", token=tok)
+    check_eq(rc, 0, err)
+    rc, out, err = run(c, "show", out.strip(), token=tok)
+    check("PriorityClass=cli-hi" in out, out)
+    rc, out, err = run(c, "submit", "-q", "cli-nope", "--", "true", token=tok)
+    check_eq(rc, EXIT_NOTFOUND, err)
+    check_one_error_line(err, "(field: priority_class)")
+    rc, out, err = run(c, "classes", "create", "cli-tmp", "--priority", "1")
+    check_eq(rc, 0, err)
+    rc, out, err = run(c, "classes", "delete", "cli-tmp")
+    check_eq((rc, out), (0, "Deleted priority class cli-tmp\n"), err)
+    rc, out, err = run(c, "classes", "show", "cli-tmp")
+    check_eq(rc, EXIT_NOTFOUND, err)
+    rc, out, err = run(c, "classes", "create", "x", "--priority", "1", "--preemptible", "maybe")
+    check_eq(rc, EXIT_USAGE, err)
+
+
 def test_nodes(c):
     need(c, "GET", "/v1/nodes")
     c.sql("INSERT INTO nodes (name, address, topology, gpu_model, gpu_count, last_heartbeat) "
