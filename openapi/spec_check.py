@@ -183,6 +183,8 @@ class Spec:
         schema = op.request_schema()
         if schema is None:
             return [] if body is None else ['%s: the spec declares no request body' % op.id]
+        if body is None and not op.op['requestBody'].get('required', False):
+            return []
         return ['%s request: %s' % (op.id, e) for e in self.schema_errors(schema, body)]
 
     def check_response(self, method, path, status, headers, body):
@@ -317,3 +319,71 @@ class CheckedClient:
         if not cond:
             self.problems.append(msg)
         return cond
+
+
+# ---- test fixtures made with SQL, so a test does not depend on the admin
+# routes to get tenants and tokens (tokens are stored as SHA-256 of the
+# secret, as store/store_auth.c does).
+
+def sql_fixtures(c, tenants=(), tokens=None):
+    """Creates tenants [(name, parent)] (in order) and tokens {key: dict(role,
+    tenant=None, user='', node=None, revoked=False, expired=False)} directly in
+    the database, in one psql call; returns {key: secret}. Make revoked or
+    expired tokens before their first use: the API may cache a token it has
+    already accepted."""
+    import hashlib
+    import secrets
+    stmts, params, out = [], [], {}
+
+    def p(v):
+        params.append(v)
+        return '$%d' % len(params)
+    for name, parent in tenants:
+        n = p(name)
+        stmts.append("INSERT INTO tenants (name, parent_id, path) SELECT %s, id, path || '/' || %s "
+                     "FROM tenants WHERE name = %s;" % (n, n, p(parent)))
+    for key, t in (tokens or {}).items():
+        secret = 'mst_' + secrets.token_urlsafe(32)[:43]
+        out[key] = secret
+        stmts.append(
+            "INSERT INTO api_tokens (name, secret_sha256, prefix, role, tenant_id, user_name, node_name, "
+            "revoked_at, expires_at) VALUES (%s, %s, %s, %s, (SELECT id FROM tenants WHERE name = %s), "
+            "%s, %s, CASE WHEN %s::boolean THEN now() END, "
+            "CASE WHEN %s::boolean THEN now() - interval '1 hour' END);"
+            % (p('test-' + key), p(hashlib.sha256(secret.encode()).hexdigest()), p(secret[:8]),
+               p(t['role']), p(t.get('tenant')), p(t.get('user', '')), p(t.get('node')),
+               p(bool(t.get('revoked'))), p(bool(t.get('expired')))))
+    if stmts:
+        c.sql('\n'.join(stmts), *params)
+    return out
+
+
+def sql_tenant(c, name, parent='root'):
+    sql_fixtures(c, tenants=[(name, parent)])
+
+
+def sql_token(c, role, tenant=None, user='', node=None, revoked=False, expired=False):
+    return sql_fixtures(c, tokens={'t': dict(role=role, tenant=tenant, user=user, node=node,
+                                             revoked=revoked, expired=expired)})['t']
+
+
+SNAPSHOT_TABLES = {
+    'tenants': 'SELECT id, name, parent_id, path, shares, description, updated_at FROM tenants',
+    'quotas': 'SELECT * FROM quotas',
+    'priority_classes': 'SELECT * FROM priority_classes',
+    'api_tokens': 'SELECT id, name, secret_sha256, role, tenant_id, user_name, node_name, expires_at, '
+                  'revoked_at FROM api_tokens',
+    'jobs': 'SELECT * FROM jobs',
+    'runs': 'SELECT * FROM runs',
+    'events': 'SELECT * FROM events',
+    'nodes': 'SELECT id, name, drain, drain_reason, labels, up FROM nodes',
+    'settings': 'SELECT * FROM settings',
+}
+
+
+def db_snapshot(c):
+    """{table: (row count, md5 of all rows)} of the tables an API request may change
+    (token last_used_at excluded: using a token may stamp it)."""
+    parts = ["SELECT '%s', count(*), md5(coalesce(string_agg(x::text, '|' ORDER BY x::text), '')) "
+             "FROM (%s) x" % (t, q) for t, q in SNAPSHOT_TABLES.items()]
+    return {r[0]: (r[1], r[2]) for r in c.sql(' UNION ALL '.join(parts))}

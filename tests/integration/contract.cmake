@@ -3,3 +3,5 @@
 # (muster-api, a route), a script exits 77 (skipped) and names it.
 muster_py_test(spec.routes test_routes_spec.py TIMEOUT 60)
 muster_py_test(spec.contract test_contract.py)
+muster_py_test(spec.bad_requests test_bad_requests.py)
+muster_py_test(spec.isolation test_isolation.py)
