@@ -2,6 +2,7 @@
  * muster - the command-line client of muster-api (REST), with Slurm's verbs
  * and flags where Slurm has them. See docs/cli.md.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -118,6 +119,16 @@ void cli_help(const char *cmd)
 	       COMMON_HELP);
 }
 
+/* A script must not take a truncated listing (full disk, closed pipe) for success. */
+static int finish(int rc)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "muster: error: cannot write the output: %s\n", strerror(errno));
+		return rc ? rc : CLI_EXIT_ERROR;
+	}
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli_global g = { 0 };
@@ -131,7 +142,7 @@ int main(int argc, char **argv)
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			cli_help(NULL);
-			return CLI_EXIT_OK;
+			return finish(CLI_EXIT_OK);
 		}
 		if (!strcmp(a, "--version")) {
 			printf("muster 0.1.0\n");
@@ -168,11 +179,11 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[i], "help")) {
 		cli_help(i + 1 < argc ? argv[i + 1] : NULL);
-		return CLI_EXIT_OK;
+		return finish(CLI_EXIT_OK);
 	}
 	for (size_t c = 0; c < NCOMMANDS; c++)
 		if (!strcmp(commands[c].name, argv[i]))
-			return commands[c].fn(&g, argc - i, argv + i);
+			return finish(commands[c].fn(&g, argc - i, argv + i));
 	fprintf(stderr, "muster: error: unknown command '%s' (see 'muster --help')\n", argv[i]);
 	return CLI_EXIT_USAGE;
 }

@@ -102,6 +102,13 @@ def test_usage_errors_without_server():
         check_one_error_line(err, needle)
 
 
+def test_output_write_failure():
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([muster(), "--help"], stdout=full, stderr=subprocess.PIPE, text=True)
+    check_eq(r.returncode, EXIT_ERROR, r.stderr)
+    check_one_error_line(r.stderr, "cannot write the output")
+
+
 def test_unreachable_server():
     port = harness.free_port()  # nothing listens there
     rc, out, err = run(None, "queue", env={"MUSTER_URL": "http://127.0.0.1:%d" % port,
