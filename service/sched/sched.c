@@ -378,6 +378,7 @@ static int setup(struct cyc *c)
 		nrel += s->runs[i].nalloc;
 	c->rel = sched__xmalloc((nrel + 1) * sizeof(struct rel));
 	c->min_preempt_prio = INT_MAX;
+	c->min_stopping_prio = INT_MAX;
 	for (size_t i = 0; i < s->nruns; i++) {
 		const struct sched_run *r = &s->runs[i];
 		int g = 0;
@@ -388,6 +389,8 @@ static int setup(struct cyc *c)
 		}
 		c->run_gpus[i] = g;
 		tenant_add(c, r->tenant, g, 1);
+		if (r->stopping && r->priority < c->min_stopping_prio)
+			c->min_stopping_prio = r->priority;
 		if (r->stopping) {
 			int64_t ge = c->now + (r->grace > 0 ? r->grace : 0);
 			if (ge > c->max_stopping_end)
@@ -914,7 +917,8 @@ static void run_jobs(struct cyc *c)
 		}
 		blocked = s->settings.no_backfill;
 		if (s->settings.preemption && attempts > 0 &&
-		    (j->priority > c->min_preempt_prio || c->s->tenants[j->tenant].guaranteed_gpus > 0)) {
+		    (j->priority > c->min_preempt_prio || j->priority > c->min_stopping_prio ||
+		     c->s->tenants[j->tenant].guaranteed_gpus > 0)) {
 			attempts--;
 			if (try_preempt(c, ji, &q, rt))
 				continue;

@@ -72,7 +72,8 @@ struct cyc {
 	size_t nrel;
 	struct rel *crel;               /* this cycle's releases, kept sorted */
 	size_t ncrel, cap_crel;
-	int min_preempt_prio;
+	int min_preempt_prio;           /* lowest class of a preemptible, not stopping run */
+	int min_stopping_prio;          /* lowest class of a stopping run */
 	int64_t max_stopping_end;
 	/* scratch, nn entries each */
 	struct cand *sc_cand;
