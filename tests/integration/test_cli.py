@@ -441,6 +441,40 @@ def test_nodes(c):
     check_eq(rc, EXIT_NOTFOUND, err)
 
 
+def test_running_job_views(c):
+    """A job the scheduler started (written here as the scheduler writes it) in
+    queue, show and nodes, and a cancel that orders its run stopped."""
+    need(c, "GET", "/v1/nodes")
+    tok = tenant(c, "cli-run")
+    c.sql("INSERT INTO nodes (name, topology, gpu_model, gpu_count, last_heartbeat) "
+          "VALUES ('cli-r1', 'b1/r2', 'H100', 4, now())")
+    c.sql("INSERT INTO gpus (node_id, idx, model) SELECT id, g, 'H100' "
+          "FROM nodes, generate_series(0, 3) g WHERE name = 'cli-r1'")
+    rc, out, err = run(c, "submit", "--parsable", "--gpus-per-node", "2", "-t", "10",
+                       "-J", "live", "--", "sleep", "600", token=tok)
+    check_eq(rc, 0, err)
+    jid = int(out)
+    c.sql("UPDATE jobs SET state = 'RUNNING', started_at = now() WHERE id = $1; "
+          "INSERT INTO runs (job_id, attempt, epoch, state, nodes, gpus_per_node, time_limit, "
+          "started_at) VALUES ($1, 1, 1, 'RUNNING', 1, 2, 600, now()); "
+          "INSERT INTO run_allocations (run_id, node_id, node_rank, gpu_index) "
+          "SELECT r.id, n.id, 0, g FROM runs r, nodes n, generate_series(0, 1) g "
+          "WHERE r.job_id = $1 AND n.name = 'cli-r1'", jid)
+    rc, out, err = run(c, "queue", token=tok)
+    check(re.search(r"^%d\s+cli-run\s+u-cli-run\s+live\s+R\s+1\s+2\s+10:00\s" % jid, out,
+                    re.M), out)
+    rc, out, err = run(c, "show", jid, token=tok)
+    check_eq(rc, 0, err)
+    check("JobState=RUNNING" in out, out)
+    check(re.search(r"^  Run=\d+ Attempt=1 State=RUNNING ", out, re.M), out)
+    check("Nodes=cli-r1[rank=0,gpus=0,1]" in out, out)
+    rc, out, err = run(c, "nodes")
+    check(re.search(r"^cli-r1\s+MIXED\s+H100\s+4\s+2\s+4/4\s", out, re.M), out)
+    rc, out, err = run(c, "cancel", jid, token=tok)
+    check_eq((rc, err), (0, ""))
+    check_eq(c.sql("SELECT stop_reason FROM runs WHERE job_id = $1", jid), [("cancel",)])
+
+
 def test_default_name_and_later_endpoints(c):
     need(c, "GET", "/v1/jobs")
     tok = tenant(c, "cli-later")
