@@ -131,7 +131,9 @@ static int decode_deps(const json_t *body, struct mu_arena *a, const char *prefi
 
 		snprintf(key, sizeof(key), "dependencies.%zu", i);
 		snprintf(p, sizeof(p), "%.100sdependencies.%zu.", prefix, i);
-		ret = jv_object(item, dep_fields, prefix, key, err);
+		if (!json_is_object(item))
+			return jv_fail(err, MU_ETYPE, prefix, key, "must be an object");
+		ret = jv_object(item, dep_fields, p, "", err);
 		if (ret < 0)
 			return ret;
 		ret = jv_str(item, "type", true, 16, false, &type, p, err);
@@ -162,10 +164,12 @@ static int decode_topology(const json_t *body, const char *prefix, struct store_
 	job->topo_required = job->topo_preferred = "";
 	if (!v || json_is_null(v))
 		return 0;
-	ret = jv_object(v, topo_fields, prefix, "topology", err);
+	if (!json_is_object(v))
+		return jv_fail(err, MU_ETYPE, prefix, "topology", "must be an object");
+	snprintf(p, sizeof(p), "%.80stopology.", prefix);
+	ret = jv_object(v, topo_fields, p, "", err);
 	if (ret < 0)
 		return ret;
-	snprintf(p, sizeof(p), "%.80stopology.", prefix);
 	ret = jv_str(v, "required", false, 32, false, &job->topo_required, p, err);
 	if (ret < 0)
 		return ret;
