@@ -68,6 +68,12 @@ bool codec_admin_valid_name(const char *s)
 	return true;
 }
 
+bool codec_admin_valid_text(const char *s, size_t max_chars)
+{
+	size_t n = strlen(s);
+	return utf8_valid((const unsigned char *)s, n) && utf8_chars(s, n) <= max_chars;
+}
+
 bool codec_admin_valid_user(const char *s)
 {
 	size_t n = strlen(s);

@@ -42,6 +42,8 @@
 bool codec_admin_valid_name(const char *s);
 /* `^[A-Za-z0-9_.@-]{1,64}$`: users. */
 bool codec_admin_valid_user(const char *s);
+/* Well-formed UTF-8 of at most max_chars characters (path/query values). */
+bool codec_admin_valid_text(const char *s, size_t max_chars);
 /* RFC 3339 date-time with a zone ("2026-11-30T06:14:40Z", "...+02:00"). */
 bool codec_admin_valid_time(const char *s);
 

@@ -138,6 +138,8 @@ static int tenant_create_tx(PGconn *c, void *arg, struct mu_error *err)
 	PGresult *r = NULL;
 	int ret;
 
+	if (strcmp(in->name, "root") == 0)
+		return mu_error_set(err, MU_ECONFLICT, "name", "tenant \"root\" exists already");
 	ret = store_db_exec(c,
 			    "INSERT INTO tenants (name, parent_id, path, shares, description) "
 			    "SELECT $1, p.id, p.path || '/' || $1, $3::int, $4 FROM tenants p "
