@@ -81,6 +81,56 @@ def inline_refs(doc, node, seen=()):
     return copy.deepcopy(node)
 
 
+def _declared(schema):
+    """(properties, has a schema for other keys) of an object schema, through
+    allOf/oneOf/anyOf branches."""
+    props, open_map = {}, False
+    if not isinstance(schema, dict):
+        return props, True
+    props.update(schema.get('properties', {}))
+    ap = schema.get('additionalProperties')
+    if isinstance(ap, dict) or ap is True:
+        open_map = True
+    for key in ('allOf', 'oneOf', 'anyOf'):
+        for sub in schema.get(key, []):
+            p, o = _declared(sub)
+            for k, v in p.items():
+                props.setdefault(k, v)
+            open_map = open_map or o
+    return props, open_map
+
+
+def _branches(schema):
+    out = [schema]
+    for key in ('allOf', 'oneOf', 'anyOf'):
+        for sub in schema.get(key, []):
+            out += _branches(sub)
+    return out
+
+
+def undocumented(schema, value, path=''):
+    """Keys of `value` (recursively) that the schema does not declare: the
+    server sends something the spec does not describe."""
+    out = []
+    if not isinstance(schema, dict):
+        return out
+    if isinstance(value, dict):
+        props, open_map = _declared(schema)
+        if not props and not open_map and not any('properties' in b for b in _branches(schema)):
+            return out  # a free-form object (e.g. event data)
+        for k, v in value.items():
+            if k in props:
+                out += undocumented(props[k], v, path + '/' + k)
+            elif not open_map:
+                out.append(path + '/' + k)
+    elif isinstance(value, list):
+        items = [b.get('items') for b in _branches(schema) if isinstance(b.get('items'), dict)]
+        for i, v in enumerate(value):
+            for it in items[:1]:
+                out += undocumented(it, v, '%s/%d' % (path, i))
+    return out
+
+
 class Operation:
     def __init__(self, method, template, raw, resolved):
         self.method = method.upper()
@@ -218,6 +268,11 @@ class Spec:
             except (UnicodeDecodeError, ValueError) as e:
                 return ['%s: body is not JSON: %s' % (where, e)]
             problems = ['%s: %s' % (where, e) for e in self.schema_errors(schema, value)] if schema else []
+            if schema:
+                extra = undocumented(schema, value)
+                if extra:
+                    problems.append('%s: fields the spec does not declare: %s'
+                                    % (where, ', '.join(extra[:10])))
             if ctype == 'application/problem+json' and isinstance(value, dict):
                 if value.get('status') != status:
                     problems.append('%s: problem status %r != HTTP status' % (where, value.get('status')))
