@@ -56,6 +56,11 @@ void cli_print_json(const json_t *doc)
 	fputc('\n', stdout);
 }
 
+const char *cli_str(const json_t *v, const char *dflt)
+{
+	return json_is_string(v) ? json_string_value(v) : dflt;
+}
+
 char *cli_value_text(const json_t *v)
 {
 	switch (json_typeof(v)) {

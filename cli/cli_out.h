@@ -35,6 +35,9 @@ int cli_usage_error(const char *cmd, const struct mu_error *err);
 /* Prints `doc` (borrowed) as indented JSON plus a newline on stdout. */
 void cli_print_json(const json_t *doc);
 
+/* The string value of v (borrowed), or `dflt` when v is not a string. */
+const char *cli_str(const json_t *v, const char *dflt);
+
 /* A scalar (or array/object, flattened) as text; new string. null -> "" */
 char *cli_value_text(const json_t *v);
 

@@ -560,11 +560,11 @@ int cmd_tokens(struct cli_global *g, int argc, char **argv)
 				cli_print_json(doc);
 			} else {
 				/* The secret alone on stdout, so TOKEN=$(muster tokens create ...) works. */
-				printf("%s\n", json_string_value(json_object_get(doc, "token")));
+				printf("%s\n", cli_str(json_object_get(doc, "token"), ""));
 				fprintf(stderr, "muster: created token %lld (%s); the secret is shown only "
 						"once\n",
 					(long long)json_integer_value(json_object_get(doc, "id")),
-					json_string_value(json_object_get(doc, "role")));
+					cli_str(json_object_get(doc, "role"), "?"));
 			}
 		}
 	} else if (!strcmp(action, "show")) {

@@ -266,7 +266,7 @@ static void show_deps(const json_t *deps)
 		return;
 	}
 	json_array_foreach(deps, i, d)
-		printf("%s%s:%lld", i ? "," : "", json_string_value(json_object_get(d, "type")),
+		printf("%s%s:%lld", i ? "," : "", cli_str(json_object_get(d, "type"), "?"),
 		       (long long)json_integer_value(json_object_get(d, "job_id")));
 }
 
@@ -384,7 +384,7 @@ static void show_job(const json_t *job)
 		json_array_foreach(nodes, j, nd) {
 			char *gpus = cli_value_text(json_object_get(nd, "gpus"));
 			printf("%s%s[rank=%lld,gpus=%s]", j ? "," : "",
-			       json_string_value(json_object_get(nd, "node")),
+			       cli_str(json_object_get(nd, "node"), "?"),
 			       (long long)json_integer_value(json_object_get(nd, "rank")), gpus);
 			mu_free(gpus);
 		}
@@ -397,7 +397,7 @@ static void show_job(const json_t *job)
 		const json_t *reason = json_object_get(r, "reason");
 		printf("  Event=%lld At=%s Kind=%s",
 		       (long long)json_integer_value(json_object_get(r, "id")), at,
-		       json_string_value(json_object_get(r, "kind")));
+		       cli_str(json_object_get(r, "kind"), "?"));
 		if (json_is_string(reason) && json_string_length(reason))
 			printf(" Reason=%s", json_string_value(reason));
 		printf("\n");
