@@ -63,8 +63,10 @@ struct sim {
 	/* fragmentation accounting */
 	int64_t free_gpus, partial_free, frag_t;
 	double frag_sum, frag_time;
-	/* invariant checker: first reservation per job (easy) */
-	int64_t *first_resv;
+	/* invariant checker (easy): who holds the reservation, from when */
+	bool check_resv;
+	size_t resv_holder;
+	int64_t resv_start;
 };
 
 /* ------------------------------------------------------------ heap */
@@ -347,14 +349,30 @@ static void run_remove(struct sim *s, size_t ji)
 	j->run = -1;
 }
 
+static void json_str(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			fprintf(out, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(out, "\\u%04x", ch);
+		else
+			fputc(ch, out);
+	}
+	fputc('"', out);
+}
+
 static void placement_line(struct sim *s, size_t ji, int64_t end, const char *reason)
 {
 	FILE *f = s->o->placements;
 	struct sjob *j = &s->jobs[ji];
 	if (!f)
 		return;
-	fprintf(f, "{\"job\":%" PRId64 ",\"start\":%" PRId64 ",\"end\":%" PRId64 ",\"nodes\":[", j->sj.id, j->start,
-	        end);
+	fprintf(f, "{\"job\":%" PRId64 ",\"tenant\":", j->sj.id);
+	json_str(f, s->cl->tenants[j->sj.tenant].name);
+	fprintf(f, ",\"start\":%" PRId64 ",\"end\":%" PRId64 ",\"nodes\":[", j->start, end);
 	for (size_t k = 0; k < j->nalloc; k++) {
 		fprintf(f, "%s{\"node\":\"%s\",\"gpus\":[", k ? "," : "", s->nodes[j->alloc[k].node].name);
 		uint64_t m = j->alloc[k].gpus;
@@ -488,13 +506,10 @@ static int check_start(struct sim *s, size_t ji, const struct sched_start *st, s
 	}
 	for (size_t k = 0; k < j->sj.ndeps; k++) {
 		int tgt = j->dep_target[k];
-		if (tgt < 0 || s->jobs[tgt].state != J_DONE)
+		if (tgt < 0 || (s->jobs[tgt].state != J_DONE && s->jobs[tgt].state != J_FAILED))
 			return violation(s, err, "job %" PRId64 " started before its dependency %" PRId64 " ended", j->sj.id,
 			                 j->deps[k].job_id);
 	}
-	if (s->first_resv && s->first_resv[ji] != INT64_MAX && s->now > s->first_resv[ji])
-		return violation(s, err, "job %" PRId64 " started at %" PRId64 " after its reservation at %" PRId64,
-		                 j->sj.id, s->now, s->first_resv[ji]);
 	return 0;
 }
 
@@ -561,13 +576,31 @@ static int pass(struct sim *s, struct mu_error *err, bool *preempted)
 		s->st->preemptions++;
 		*preempted = true;
 	}
-	/* Reservations (first one per job, for the checker) */
-	if (s->first_resv)
+	/*
+	 * EASY: while the same job holds the reservation, re-planning never moves
+	 * it later (backfill never delays it). The holder may change when a job
+	 * ahead of it becomes eligible (a dependency met, quota freed).
+	 */
+	if (s->check_resv) {
+		size_t holder = SIZE_MAX;
+		int64_t start = 0;
 		for (size_t i = 0; i < d->nreservations; i++) {
-			size_t ji = s->pend_job[d->reservations[i].job];
-			if (d->reservations[i].start < s->first_resv[ji])
-				s->first_resv[ji] = d->reservations[i].start;
+			holder = s->pend_job[d->reservations[i].job];
+			start = d->reservations[i].start;
 		}
+		bool ahead_started = false; /* a job ahead of it in the queue may take its GPUs */
+		for (size_t i = 0; i < d->nstarts && holder != SIZE_MAX; i++)
+			if (d->starts[i].job < d->reservations[0].job)
+				ahead_started = true;
+		if (holder != SIZE_MAX && holder == s->resv_holder && start > s->resv_start && !ahead_started) {
+			ret = violation(s, err, "job %" PRId64 "'s reservation moved from %" PRId64 " to %" PRId64,
+			                s->jobs[holder].sj.id, s->resv_start, start);
+			mu_free(requeue);
+			return ret;
+		}
+		s->resv_holder = holder;
+		s->resv_start = start;
+	}
 	/* Starts and fails, then compact the pending queue. */
 	bool *gone = mu_calloc(s->npend + 1, sizeof(bool));
 	for (size_t i = 0; i < d->nstarts; i++) {
@@ -693,11 +726,8 @@ int sim_run(struct sim_cluster *cl, const struct trace *tr, const struct sim_opt
 			s.settings.preemption = true;
 		break;
 	}
-	if (o->check && o->policy == SIM_EASY && !s.settings.predict) {
-		s.first_resv = mu_malloc((tr->njobs + 1) * sizeof(int64_t));
-		for (size_t i = 0; i < tr->njobs; i++)
-			s.first_resv[i] = INT64_MAX;
-	}
+	s.check_resv = o->check && o->policy == SIM_EASY && !s.settings.predict;
+	s.resv_holder = SIZE_MAX;
 	/* Submission order: (submit, input order). */
 	struct subkey *sk = mu_malloc((tr->njobs + 1) * sizeof(*sk));
 	for (size_t i = 0; i < tr->njobs; i++)
@@ -779,7 +809,6 @@ out:
 	mu_free(s.pend);
 	mu_free(s.pend_job);
 	mu_free(s.heap);
-	mu_free(s.first_resv);
 	sched_decisions_release(&s.d);
 	if (ret) {
 		mu_free(s.res);
@@ -823,21 +852,6 @@ static double entitlement(const struct sim_cluster *cl, int t)
 		t = p;
 	}
 	return e;
-}
-
-static void json_str(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			fprintf(out, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(out, "\\u%04x", ch);
-		else
-			fputc(ch, out);
-	}
-	fputc('"', out);
 }
 
 void sim_write_metrics(FILE *out, const struct sim_cluster *cl, const struct trace *tr,

@@ -1,0 +1,20 @@
+# muster-sim: exactness against the published KTH-SP2 EASY schedule, the CLI
+# (formats, errors, determinism), fair-share convergence and randomized
+# simulations under the invariant checker. Python 3 standard library only.
+if(NOT DEFINED MUSTER_SHARED_DIR)
+  set(MUSTER_SHARED_DIR ${CMAKE_SOURCE_DIR}/../shared CACHE PATH
+      "the shared folder beside the clone (traces/, tools/)")
+endif()
+add_test(NAME unit.sim.kth_easy_exact
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/sim/kth_exact.py
+                 $<TARGET_FILE:muster-sim> ${MUSTER_SHARED_DIR})
+set_tests_properties(unit.sim.kth_easy_exact PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+add_test(NAME unit.sim.cli
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/sim/test_sim_cli.py $<TARGET_FILE:muster-sim>)
+add_test(NAME unit.sim.fairshare_converges
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/sim/test_fairshare_converge.py
+                 $<TARGET_FILE:muster-sim>)
+add_test(NAME unit.sim.random_invariants
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/sim/test_random_invariants.py
+                 $<TARGET_FILE:muster-sim> 1 2)
+set_tests_properties(unit.sim.random_invariants PROPERTIES TIMEOUT 300)
