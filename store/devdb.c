@@ -25,12 +25,15 @@
 #include "log.h"
 
 #define PG_USER "postgres"
+/* State dirs are short (the socket path must fit in sun_path), so paths
+ * derived from them fit in fixed buffers. */
+#define DEVDB_PATH 256
 
 struct devdb {
-	char dir[PATH_MAX];
-	char data[PATH_MAX + 16];
-	char socket[PATH_MAX + 16];
-	char log[PATH_MAX + 16];
+	char dir[DEVDB_PATH];
+	char data[DEVDB_PATH + 16];
+	char socket[DEVDB_PATH + 16];
+	char log[DEVDB_PATH + 16];
 	char bindir[PATH_MAX];
 	uid_t uid; /* the server's user */
 	gid_t gid;
@@ -93,7 +96,12 @@ static int devdb_init(struct devdb *d, const char *dir, bool create, struct mu_e
 			return mu_error_set(err, MU_EIO, "dir", "%s: %s", dir, strerror(errno));
 		}
 	}
-	snprintf(d->dir, sizeof(d->dir), "%s", abs);
+	if (strlen(abs) + 16 >= sizeof(d->dir))
+		return mu_error_set(err, MU_EINVAL, "dir",
+				    "state directory path %s is too long for a Unix socket "
+				    "(keep it under ~90 characters)",
+				    abs);
+	memcpy(d->dir, abs, strlen(abs) + 1);
 	snprintf(d->data, sizeof(d->data), "%s/data", abs);
 	snprintf(d->socket, sizeof(d->socket), "%s/socket", abs);
 	snprintf(d->log, sizeof(d->log), "%s/postgres.log", abs);
@@ -115,7 +123,7 @@ static void devdb_release(struct devdb *d)
 
 static int lock_dir(struct devdb *d, struct mu_error *err)
 {
-	char path[PATH_MAX + 16];
+	char path[DEVDB_PATH + 64];
 
 	snprintf(path, sizeof(path), "%s/devdb.lock", d->dir);
 	d->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -128,7 +136,7 @@ static int lock_dir(struct devdb *d, struct mu_error *err)
 
 static int major_of(const char *data)
 {
-	char path[PATH_MAX + 16], buf[16] = "";
+	char path[DEVDB_PATH + 64], buf[16] = "";
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/PG_VERSION", data);
@@ -144,7 +152,7 @@ static int major_of(const char *data)
 static int find_bindir(struct devdb *d, struct mu_error *err)
 {
 	const char *env = getenv("MUSTER_PG_BINDIR");
-	char path[PATH_MAX + 32];
+	char path[PATH_MAX + 64];
 	int want = major_of(d->data), best = 0;
 	DIR *dp;
 	struct dirent *e;
@@ -277,7 +285,7 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 
 static int append_conf(const struct devdb *d, const char *data, struct mu_error *err)
 {
-	char path[PATH_MAX + 32];
+	char path[DEVDB_PATH + 128];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/postgresql.conf", data);
@@ -298,7 +306,7 @@ static int append_conf(const struct devdb *d, const char *data, struct mu_error 
 
 static int initdb(struct devdb *d, struct mu_error *err)
 {
-	char tmp[PATH_MAX + 32], out[PATH_MAX + 32];
+	char tmp[DEVDB_PATH + 64], out[DEVDB_PATH + 64];
 	int ret, rc;
 
 	if (exists(d->data))
@@ -349,8 +357,8 @@ static void make_url(const struct devdb *d, const char *db, char *url, size_t ur
 
 static PGPing ping(const struct devdb *d)
 {
-	char url[PATH_MAX + 128];
-	char conninfo[PATH_MAX + 160];
+	char url[DEVDB_PATH + 192];
+	char conninfo[DEVDB_PATH + 224];
 
 	make_url(d, "postgres", url, sizeof(url));
 	snprintf(conninfo, sizeof(conninfo), "%s&connect_timeout=5", url);
@@ -360,7 +368,7 @@ static PGPing ping(const struct devdb *d)
 /* The postmaster pid recorded in data/postmaster.pid, or 0. */
 static pid_t recorded_pid(const struct devdb *d)
 {
-	char path[PATH_MAX + 32], buf[32] = "";
+	char path[DEVDB_PATH + 64], buf[32] = "";
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/postmaster.pid", d->data);
@@ -402,7 +410,7 @@ static bool is_our_postmaster(const struct devdb *d, pid_t pid)
 
 static void remove_stale(const struct devdb *d, pid_t pid)
 {
-	char path[PATH_MAX + 64];
+	char path[DEVDB_PATH + 64];
 
 	mu_warn("devdb=%s removing stale postmaster.pid (pid %ld is not this cluster's server; "
 		"it crashed or was killed)",
@@ -421,7 +429,7 @@ static void sleep_ms(long ms)
 
 static int create_database(const struct devdb *d, struct mu_error *err)
 {
-	char url[PATH_MAX + 128];
+	char url[DEVDB_PATH + 192];
 	PGconn *c;
 	int64_t n = 0;
 	int ret;
@@ -440,7 +448,7 @@ static int create_database(const struct devdb *d, struct mu_error *err)
 
 static int start_locked(struct devdb *d, struct mu_error *err)
 {
-	char path[PATH_MAX + 32];
+	char path[DEVDB_PATH + 64];
 	pid_t pid;
 	int ret, rc;
 
@@ -576,7 +584,7 @@ int store_devdb_url(const char *dir, char *url, size_t urlsz, struct mu_error *e
 int store_devdb_status(const char *dir, bool *initialised, bool *running, struct mu_error *err)
 {
 	struct devdb d;
-	char path[PATH_MAX + 32];
+	char path[DEVDB_PATH + 64];
 	int ret = devdb_init(&d, dir, false, err);
 
 	*initialised = *running = false;
