@@ -144,6 +144,8 @@ def test_tokens(c):
     cc('POST', '/v1/tokens', {'role': 'tenant', 'tenant': 'other'}, token=S['vision'], expect=404)
     cc('POST', '/v1/tokens', {'role': 'admin'}, token=S['vision'], expect=403)
     cc('POST', '/v1/tokens', {'role': 'reader'}, token=S['reader'], expect=403)
+    cc('GET', '/v1/tokens', token='', expect=401)
+    cc('GET', '/v1/tokens?limit=1001', expect=400)
     st, _, b = cc('GET', '/v1/tokens', expect=200)
     if st == 200:
         check(all('token' not in t for t in b['items']), 'a listed token carries its secret')
@@ -171,6 +173,7 @@ def test_priority_classes(c):
     cc('POST', '/v1/priority-classes', {'name': 'nopri'}, expect=400)
     cc('POST', '/v1/priority-classes', {'name': 'x', 'priority': 'high'}, expect=400)
     cc('GET', '/v1/priority-classes', expect=200)
+    cc('GET', '/v1/priority-classes?limit=abc', expect=400)
     cc('GET', '/v1/priority-classes', token=S.get('vision'), expect=200)
     cc('GET', '/v1/priority-classes/urgent', expect=200)
     cc('GET', '/v1/priority-classes/nope', expect=404)
@@ -196,6 +199,7 @@ def test_quotas(c):
     cc('GET', '/v1/tenants/speech/quota', expect=200)
     cc('GET', '/v1/tenants/nope/quota', expect=404)
     cc('GET', '/v1/quotas', expect=200)
+    cc('GET', '/v1/quotas?limit=0', expect=400)
     cc('DELETE', '/v1/tenants/vision/quota?gpu_model=H100', expect=204)
     cc('DELETE', '/v1/tenants/vision/quota?gpu_model=H100', expect=404)
     cc('PUT', '/v1/tenants/vision/quota', {'max_gpus': 1}, token=S.get('vision'), expect=403)
@@ -368,6 +372,10 @@ def test_zz_every_routed_operation_answered(c):
             missing.append(op.id)
     if missing:
         cc.problem('operations never answered with a 2xx: %s' % ', '.join(missing))
+    no_error = [op.id for op in SPEC.ops if (op.method, op.template) in ROUTES and not op.public
+                and not any(s // 100 == 4 for s in cc.seen.get(op.id, ()))]
+    if no_error:
+        cc.problem('operations never exercised on an error path: %s' % ', '.join(no_error))
     unrouted = [o.id for o in SPEC.ops if (o.method, o.template) not in ROUTES]
     if unrouted:
         print('not exercised (no route yet): %s' % ', '.join(unrouted))
