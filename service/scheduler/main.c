@@ -186,7 +186,8 @@ static int lead(PGconn *c, int64_t epoch, const struct scheduler_cycle_opts *co,
 			return ret;
 		}
 		if (ret == MU_EUNAVAIL || !store_db_ok(c)) {
-			mu_warn("leader: epoch=%" PRId64 " database session lost: %s", epoch, err.msg);
+			mu_warn("leader: epoch=%" PRId64 " database session lost (%s); stepping down", epoch,
+				err.msg);
 			return MU_EUNAVAIL;
 		}
 		if (ret)
@@ -198,8 +199,13 @@ static int lead(PGconn *c, int64_t epoch, const struct scheduler_cycle_opts *co,
 		int timeout = (int)(next - scheduler_now_ms());
 		if (timeout < 0)
 			timeout = 0;
-		if (store_sched_wait(c, timeout, &wake))
+		if (store_sched_wait(c, timeout, &wake)) {
+			/* Typically the session was terminated by a standby that
+			 * fenced us while we were stopped. */
+			mu_warn("leader: epoch=%" PRId64 " database session lost after %.0f ms without"
+				" renewal; stepping down", epoch, scheduler_now_ms() - last_renew);
 			return MU_EUNAVAIL;
+		}
 	}
 }
 

@@ -1,0 +1,7 @@
+# muster-scheduler: election/fencing under failure, and time/failure/accounting
+# end to end through the database. Each file starts its own PostgreSQL and
+# real scheduler processes.
+if(TARGET muster-scheduler)
+  muster_py_test(sched.failover test_sched_failover.py TIMEOUT 240 LABELS scheduler)
+  muster_py_test(sched.lifecycle test_sched_lifecycle.py TIMEOUT 240 LABELS scheduler)
+endif()

@@ -1,0 +1,217 @@
+"""Time and failure end to end through the database, with a real
+muster-scheduler: time limits (agent confirms, and agent silent), heartbeat
+timeout -> NODE_FAIL -> requeue while retries remain, else FAILED; drain;
+preemption with requeue; cancel; and usage equal to the sum over runs.
+
+The tests share one cluster and one scheduler; each uses its own GPU model
+so their jobs never land on one another's nodes."""
+import time
+
+import harness
+from harness import check, check_eq
+from test_sched_common import (sql, val, add_nodes, agent_end, agent_running, check_invariants, job,
+                               live_run, q, start_scheduler, submit, wait_live_run, wait_state)
+
+SCHED = None
+
+
+def setup(c):
+    global SCHED
+    if SCHED is None:
+        harness.require_binary("muster-scheduler")
+        # A class with a short grace period so stops resolve in seconds.
+        sql(c, "INSERT INTO priority_classes (name, priority, preemptible, grace_period)"
+              " VALUES ('quick', 100, true, 1), ('urgent', 5000, false, 1),"
+              " ('scavenger', 1, true, 1)")
+        SCHED = start_scheduler(c, "sched", "--stop-margin", "1s", "--tick", "200ms")
+        c.wait_until(lambda: q(c, "SELECT cycles FROM scheduler_lease")[0][0] != "0", 10,
+                     "the scheduler's first cycle")
+
+
+def test_time_limit_agent_confirms(c):
+    setup(c)
+    add_nodes(c, "tl", 1, gpus=2, model="tl")
+    (j,) = submit(c, gpus=2, model="tl", time_limit=2, klass="quick")
+    run, _, _ = wait_live_run(c, j)
+    agent_running(c, run)
+    c.wait_until(lambda: live_run(c, j)[1] == "STOPPING", 6, "timeout stop order")
+    check_eq(live_run(c, j)[2], "timeout")
+    agent_end(c, run, exit_code=143)
+    st = wait_state(c, j, "TIMEOUT", 5)
+    check_eq(st["end_reason"], "timeout")
+    check_eq(val(c, "SELECT state FROM runs WHERE id = $1", run), "TIMEOUT")
+    check_eq(val(c, "SELECT count(*) FROM run_allocations WHERE run_id = $1 AND live", run), "0")
+
+
+def test_time_limit_agent_silent(c):
+    setup(c)
+    add_nodes(c, "ts", 1, gpus=1, model="ts")
+    (j,) = submit(c, gpus=1, model="ts", time_limit=1, klass="quick")
+    run, _, _ = wait_live_run(c, j)
+    agent_running(c, run)
+    # No agent confirms: the scheduler ends it after grace (1 s) + margin (1 s).
+    t0 = time.monotonic()
+    wait_state(c, j, "TIMEOUT", 10)
+    check(time.monotonic() - t0 >= 1.5, "ended before grace + margin")
+    check_eq(val(c, "SELECT count(*) FROM events WHERE run_id = $1 AND kind = 'run.stop_expired'",
+                         run), "1")
+
+
+def test_heartbeat_timeout_requeue_then_fail(c):
+    setup(c)
+    sql(c, "UPDATE settings SET value = '2' WHERE key = 'heartbeat_timeout'")
+    try:
+        names = add_nodes(c, "hb", 3, gpus=4, model="hb", heartbeat=True)
+        (j,) = submit(c, nodes=2, gpus=4, model="hb", klass="quick", retries=1)
+        run1, _, _ = wait_live_run(c, j)
+        agent_running(c, run1)
+        used = [r[0] for r in sql(c, "SELECT DISTINCT n.name FROM run_allocations a JOIN nodes n"
+                                    " ON n.id = a.node_id WHERE a.run_id = $1", run1)]
+        dead = used[0]
+        alive = [n for n in names if n != dead]
+
+        def beat():
+            q(c, "UPDATE nodes SET last_heartbeat = now() WHERE name IN (%s)"
+              % ",".join("'%s'" % n for n in alive))
+
+        # The dead node stops heartbeating; the others keep going.
+        deadline = time.monotonic() + 15
+        while job(c, j)["retries"] == 0 or job(c, j)["state"] == "PENDING":
+            check(time.monotonic() < deadline, "no requeue after heartbeat loss: %s" % job(c, j))
+            beat()
+            time.sleep(0.2)
+        check_eq(val(c, "SELECT up FROM nodes WHERE name = $1", dead), "f", "dead node DOWN")
+        check_eq(val(c, "SELECT state FROM runs WHERE id = $1", run1), "NODE_FAIL")
+        check_eq(val(c, "SELECT count(*) FROM events WHERE kind = 'node.down' AND"
+                             " node_id = (SELECT id FROM nodes WHERE name = $1)", dead), "1")
+        run2, _, _ = wait_live_run(c, j)
+        check(run2 != run1, "a new run")
+        check_eq(val(c, "SELECT attempt FROM runs WHERE id = $1", run2), "2")
+        check_eq(val(c, "SELECT count(*) FROM run_allocations a JOIN nodes n ON n.id = a.node_id"
+                             " WHERE a.run_id = $1 AND n.name = $2", run2, dead), "0",
+                 "the new run avoids the DOWN node")
+        check_eq(job(c, j)["retries"], 1)
+        # Second loss: no retries left -> FAILED.
+        agent_running(c, run2)
+        dead2 = alive[0]
+        alive = alive[1:]
+        deadline = time.monotonic() + 15
+        while job(c, j)["state"] != "FAILED":
+            check(time.monotonic() < deadline, "not FAILED after the second loss: %s" % job(c, j))
+            beat()
+            time.sleep(0.2)
+        check_eq(job(c, j)["end_reason"], "node_fail")
+        check_eq(val(c, "SELECT up FROM nodes WHERE name = $1", dead2), "f")
+    finally:
+        sql(c, "UPDATE settings SET value = '30' WHERE key = 'heartbeat_timeout';"
+              " UPDATE nodes SET last_heartbeat = NULL WHERE name LIKE 'hb-%'")
+
+
+def test_drain(c):
+    setup(c)
+    a, b = add_nodes(c, "dr", 2, gpus=8, model="dr")
+    sql(c, "UPDATE nodes SET drain = true, drain_reason = 'maintenance' WHERE name = $1;"
+          " NOTIFY muster_sched, 'node:x'", a)
+    j1, j2 = submit(c, 2, gpus=8, model="dr")
+    run1, _, _ = wait_live_run(c, j1)
+    time.sleep(1.0)  # several ticks
+    check_eq(job(c, j2)["state"], "PENDING", "nothing lands on the drained node")
+    check_eq(val(c, "SELECT count(*) FROM run_allocations x JOIN nodes n ON n.id = x.node_id"
+                         " WHERE x.live AND n.name = $1", a), "0")
+    # Draining the busy node too: its run continues.
+    sql(c, "UPDATE nodes SET drain = true WHERE name = $1; NOTIFY muster_sched, 'node:x'", b)
+    time.sleep(0.6)
+    check_eq(live_run(c, j1)[1], "STARTING", "the run on a draining node continues")
+    # Resume the first node: the waiting job starts there.
+    sql(c, "UPDATE nodes SET drain = false WHERE name = $1; NOTIFY muster_sched, 'node:x'", a)
+    wait_live_run(c, j2, 5)
+
+
+def test_preemption_requeues(c):
+    setup(c)
+    add_nodes(c, "pr", 1, gpus=8, model="pr")
+    (low,) = submit(c, gpus=8, model="pr", klass="scavenger", user="bob")
+    run_low, _, _ = wait_live_run(c, low)
+    agent_running(c, run_low)
+    (high,) = submit(c, gpus=8, model="pr", klass="urgent", user="carol")
+    c.wait_until(lambda: live_run(c, low) and live_run(c, low)[1] == "STOPPING", 10,
+                 "preemption order for the low job")
+    check_eq(live_run(c, low)[2], "preempt")
+    check_eq(job(c, high)["state"], "PENDING", "high waits for the GPUs")
+    agent_end(c, run_low, exit_code=143)
+    wait_live_run(c, high, 5)
+    st = job(c, low)
+    check_eq(st["state"], "PENDING", "the preempted job is requeued")
+    check_eq(val(c, "SELECT state FROM runs WHERE id = $1", run_low), "PREEMPTED")
+    check_eq(val(c, "SELECT count(*) FROM events WHERE job_id = $1 AND kind = 'job.requeued'",
+                         low), "1")
+
+
+def test_cancel_running(c):
+    setup(c)
+    add_nodes(c, "cx", 1, gpus=1, model="cx")
+    (j,) = submit(c, gpus=1, model="cx", klass="quick")
+    run, _, _ = wait_live_run(c, j)
+    agent_running(c, run)
+    wait_state(c, j, "RUNNING", 5)
+    # What POST /v1/jobs/{id}/cancel does to a running job:
+    sql(c, "UPDATE runs SET state = 'STOPPING', stop_reason = 'cancel', stop_requested_at = now()"
+          " WHERE id = $1; NOTIFY muster_sched, 'cancel:0'", run)
+    agent_end(c, run, exit_code=143)
+    check_eq(wait_state(c, j, "CANCELLED", 5)["end_reason"], "cancelled")
+
+
+def test_completed_and_failed(c):
+    setup(c)
+    add_nodes(c, "cf", 2, gpus=2, model="cf")
+    ok, bad = submit(c, 2, gpus=2, model="cf", klass="quick")
+    r1, _, _ = wait_live_run(c, ok)
+    r2, _, _ = wait_live_run(c, bad)
+    agent_running(c, r1)
+    agent_running(c, r2)
+    agent_end(c, r1, 0)
+    agent_end(c, r2, 3)
+    check_eq(wait_state(c, ok, "COMPLETED")["exit_code"], "0")
+    check_eq(wait_state(c, bad, "FAILED")["exit_code"], "3")
+
+
+def test_usage_equals_runs(c):
+    setup(c)
+    sql(c, "INSERT INTO tenants (name, parent_id, path) VALUES ('acct', 1, 'root/acct')")
+    add_nodes(c, "us", 2, gpus=8, model="us")
+    jobs = submit(c, 3, nodes=1, gpus=4, model="us", tenant="acct", user="dave", klass="quick")
+    durations = [37, 61, 3600]
+    for jid, d in zip(jobs, durations):
+        run, _, _ = wait_live_run(c, jid)
+        # The agent reports exact start and end times.
+        sql(c, "UPDATE runs SET state = 'COMPLETED', exit_code = 0,"
+              " started_at = now() - make_interval(secs => $2::int), ended_at = now()"
+              " WHERE id = $1; NOTIFY muster_sched, 'run:0'", run, d)
+    for jid in jobs:
+        wait_state(c, jid, "COMPLETED")
+    got = sql(c, "SELECT run_id, gpu_seconds FROM usage_records WHERE job_id = ANY($1::bigint[])"
+                " ORDER BY job_id", "{%s}" % ",".join(map(str, jobs)))
+    check_eq([int(g) for _, g in got], [4 * d for d in durations], "GPU-seconds per run")
+    check_eq(val(c, "SELECT sum(gpu_seconds) FROM usage_records u JOIN tenants t"
+                         " ON t.id = u.tenant_id WHERE t.name = 'acct'"), str(4 * sum(durations)))
+    # And over every run that ended anywhere in this file: the same sum.
+    check_eq(val(c, "SELECT sum(gpu_seconds) FROM usage_records"),
+             val(c, "SELECT sum(round(nodes * gpus_per_node * extract(epoch FROM ended_at -"
+                         " coalesce(started_at, created_at))))::bigint FROM runs WHERE NOT live"),
+             "usage_records vs runs")
+    check_eq(val(c, "SELECT count(*) FROM runs WHERE NOT live AND id NOT IN"
+                         " (SELECT run_id FROM usage_records)"), "0", "every ended run accounted")
+    dec = float(val(c, "SELECT value FROM usage_decayed d JOIN tenants t ON t.id = d.tenant_id"
+                            " WHERE t.name = 'acct' AND d.user_name = 'dave'"))
+    check(abs(dec - 4 * sum(durations)) < 1.0, "decayed usage %.1f vs %d (just written)"
+          % (dec, 4 * sum(durations)))
+
+
+def test_invariants_hold(c):
+    setup(c)
+    check_invariants(c)
+    check(SCHED.poll() is None, "the scheduler is still running")
+
+
+if __name__ == "__main__":
+    harness.main()
