@@ -22,6 +22,13 @@ int cli_session_open(struct cli_session *s, const struct cli_global *g)
 		cli_report(&err);
 		return CLI_EXIT_USAGE;
 	}
+	if (strncmp(conf.url, "http://", 7) && strncmp(conf.url, "https://", 8)) {
+		mu_error_set(&err, MU_EINVAL, "url", "invalid server URL '%s' (want http://HOST:PORT)",
+			     conf.url);
+		cli_conf_release(&conf);
+		cli_report(&err);
+		return CLI_EXIT_USAGE;
+	}
 	ret = cli_http_init(&s->http, conf.url, conf.token);
 	cli_conf_release(&conf);
 	if (ret < 0) {

@@ -119,6 +119,12 @@ def test_unreachable_server():
     check("mst_never_printed" not in err)
 
 
+def test_bad_url_is_usage_error():
+    rc, out, err = run(None, "queue", env={"MUSTER_URL": "localhost:8080"})
+    check_eq(rc, EXIT_USAGE, err)
+    check_one_error_line(err, "invalid server URL 'localhost:8080'")
+
+
 def test_config_file_missing_is_usage_error():
     rc, _, err = run(None, "queue", env={"MUSTER_CONFIG": "/nonexistent/muster.conf"})
     check_eq(rc, EXIT_USAGE, err)
