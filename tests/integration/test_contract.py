@@ -333,6 +333,39 @@ def test_nodes(c):
         cc('GET', '/v1/jobs', token=S['agent'], expect=403)
 
 
+def test_running_job(c):
+    """A job the scheduler would have started (made RUNNING in SQL, no scheduler
+    here): its runs and allocations as the API shows them, and a cancel that
+    orders the run stopped."""
+    need('submitJob', 'getJob', 'cancelJob', 'getNode')
+    cc = client(c)
+    st, _, b = cc('POST', '/v1/jobs', job_body(tenant='vision', nodes=1, gpus_per_node=2), expect=201)
+    check_eq(st, 201, b)
+    jid = b['id']
+    run = c.sql_value(
+        "UPDATE jobs SET state = 'RUNNING', started_at = now() WHERE id = $1;"
+        "INSERT INTO runs (job_id, attempt, epoch, state, nodes, gpus_per_node, time_limit, started_at) "
+        "VALUES ($1, 1, 1, 'RUNNING', 1, 2, 3600, now()) RETURNING id", jid)
+    c.sql("INSERT INTO run_allocations (run_id, node_id, node_rank, gpu_index) "
+          "SELECT $1, id, 0, g FROM nodes, generate_series(0, 1) g WHERE name = 'gpu-001'", run)
+    st, _, b = cc('GET', '/v1/jobs/%d' % jid, expect=200)
+    if st == 200:
+        check_eq(b['state'], 'RUNNING')
+        check_eq(len(b['runs']), 1, b['runs'])
+        r = b['runs'][0]
+        check_eq((r['id'], r['attempt'], r['state']), (int(run), 1, 'RUNNING'))
+        check_eq([(n['node'], n['rank'], sorted(n['gpus'])) for n in r['nodes']], [('gpu-001', 0, [0, 1])])
+        check_eq(b['pending_reason'], None, 'pending_reason of a running job')
+    st, _, b = cc('GET', '/v1/nodes/gpu-001', expect=200)
+    if st == 200:
+        check(all(g['allocated'] for g in b['gpus']), b['gpus'])
+        check(b['state'] in ('ALLOCATED', 'DRAINING'), b['state'])
+    st, _, b = cc('POST', '/v1/jobs/%d/cancel' % jid, expect=200)
+    if st == 200:
+        check(b['state'] in ('RUNNING', 'CANCELLED'), b['state'])
+    check_eq(c.sql_value('SELECT stop_reason FROM runs WHERE id = $1', run), 'cancel')
+
+
 def test_scheduler_endpoints(c):
     """Issue 4's endpoints, when their routes exist."""
     cc = client(c)
