@@ -212,7 +212,8 @@ size_t cli_print_items_table(const json_t *items, FILE *out)
 		const char *key;
 		json_t *cell;
 		json_object_foreach((json_t *)first, key, cell) {
-			row[c++] = cli_value_text(json_object_get(v, key));
+			const json_t *x = json_object_get(v, key);
+			row[c++] = !x || json_is_null(x) ? mu_strdup("-") : cli_value_text(x);
 		}
 		cli_table_add(t, row);
 		for (c = 0; c < ncols; c++)

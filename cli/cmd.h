@@ -60,6 +60,7 @@ int cmd_nodes(struct cli_global *g, int argc, char **argv);
 int cmd_node(struct cli_global *g, int argc, char **argv);
 int cmd_usage(struct cli_global *g, int argc, char **argv);
 int cmd_fairshare(struct cli_global *g, int argc, char **argv);
+int cmd_scheduler(struct cli_global *g, int argc, char **argv);
 int cmd_whoami(struct cli_global *g, int argc, char **argv);
 
 #endif

@@ -34,21 +34,28 @@ static int dry_run(struct cli_session *sess, struct cli_submit *s)
 	if (sess->json) {
 		cli_print_json(resp);
 	} else {
+		/* DryRunResult: feasible, planned_start, pending_reason, message, nodes. */
 		const json_t *start = json_object_get(resp, "planned_start");
 		const json_t *nodes = json_object_get(resp, "nodes");
-		const char *reason = json_string_value(json_object_get(resp, "reason"));
-		const char *msg = json_string_value(json_object_get(resp, "message"));
+		const char *reason = cli_str(json_object_get(resp, "pending_reason"), NULL);
+		const char *msg = cli_str(json_object_get(resp, "message"), "");
 
+		if (json_is_false(json_object_get(resp, "feasible"))) {
+			/* sbatch --test-only fails the same way for a request that can never run. */
+			fprintf(stderr, "muster: error: the job could never start: %s%s%s\n",
+				reason ? reason : "infeasible", *msg ? ": " : "", msg);
+			json_decref(resp);
+			return CLI_EXIT_ERROR;
+		}
 		if (json_is_string(start)) {
 			char *t = cli_time_text(start, "now");
 			char *n = json_array_size(nodes) ? cli_value_text(nodes) : NULL;
 			printf("Job would start at %s%s%s\n", t, n ? " on nodes " : "", n ? n : "");
 			mu_free(n);
 			mu_free(t);
-		} else if (reason) {
-			printf("Job would not start: %s%s%s\n", reason, msg ? ": " : "", msg ? msg : "");
 		} else {
-			cli_print_kv(resp, stdout, "");
+			printf("Job would wait with no planned start: %s%s%s\n",
+			       reason ? reason : "Unknown", *msg ? ": " : "", msg);
 		}
 	}
 	json_decref(resp);
@@ -491,6 +498,30 @@ int cmd_cancel(struct cli_global *g, int argc, char **argv)
 	return ret;
 }
 
+/* Explanation: job_id, state, pending_reason, message, planned_start, blockers. */
+static void show_explain(const json_t *e)
+{
+	const json_t *blockers = json_object_get(e, "blockers");
+	char *start = cli_time_text(json_object_get(e, "planned_start"), "Unknown");
+	size_t i;
+	json_t *b;
+
+	printf("JobId=%lld JobState=%s Reason=%s\n",
+	       (long long)json_integer_value(json_object_get(e, "job_id")),
+	       cli_str(json_object_get(e, "state"), "?"),
+	       cli_str(json_object_get(e, "pending_reason"), "None"));
+	printf("   Message=%s\n", cli_str(json_object_get(e, "message"), ""));
+	printf("   PlannedStart=%s\n", start);
+	json_array_foreach(blockers, i, b) {
+		const json_t *jid = json_object_get(b, "job_id");
+		printf("   Blocker=%s", cli_str(json_object_get(b, "kind"), "?"));
+		if (json_is_integer(jid))
+			printf(" JobId=%lld", (long long)json_integer_value(jid));
+		printf(" %s\n", cli_str(json_object_get(b, "message"), ""));
+	}
+	mu_free(start);
+}
+
 int cmd_explain(struct cli_global *g, int argc, char **argv)
 {
 	struct cli_session sess;
@@ -532,7 +563,7 @@ int cmd_explain(struct cli_global *g, int argc, char **argv)
 		if (sess.json)
 			cli_print_json(doc);
 		else
-			cli_print_kv(doc, stdout, "");
+			show_explain(doc);
 		json_decref(doc);
 	}
 	cli_session_close(&sess);

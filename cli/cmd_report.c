@@ -3,19 +3,57 @@
 #include "cmd.h"
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "alloc.h"
 #include "cli_out.h"
 
+/* FairshareReport rows as sshare prints them; a tenant row has no user. */
+static void fairshare_table(const json_t *items)
+{
+	static const char *const hdr[] = { "TENANT",   "USER",       "SHARES",
+					   "NORM_SHARES", "RAW_USAGE", "DECAYED_USAGE",
+					   "NORM_USAGE", "LEVEL_FS",  "FAIRSHARE" };
+	static const char *const keys[] = { NULL,         "user",       "shares",
+					    "norm_shares", "raw_usage",  "decayed_usage",
+					    "norm_usage",  "level_fs",   "fairshare" };
+	struct cli_table *t = cli_table_new(9, hdr);
+	size_t i;
+	json_t *row;
+
+	json_array_foreach(items, i, row) {
+		char *cells[9];
+		const json_t *path = json_object_get(row, "path");
+
+		cells[0] = cli_value_text(json_is_string(path) ? path : json_object_get(row, "tenant"));
+		for (int k = 1; k < 9; k++) {
+			const json_t *v = json_object_get(row, keys[k]);
+			if (k == 7 && json_is_null(v) && v)
+				cells[k] = mu_strdup("inf"); /* no usage: infinitely under its share */
+			else if (!v || json_is_null(v))
+				cells[k] = mu_strdup("-");
+			else
+				cells[k] = cli_value_text(v);
+		}
+		cli_table_add(t, (const char *const *)cells);
+		for (int k = 0; k < 9; k++)
+			mu_free(cells[k]);
+	}
+	cli_table_print(t, stdout);
+	cli_table_free(t);
+}
+
 /* Prints a report answer: a table for {"items": [...]} or [...], else Key=Value. */
-static void print_report(struct cli_session *s, const json_t *doc)
+static void print_report(struct cli_session *s, const json_t *doc, bool fairshare)
 {
 	const json_t *items = json_is_array(doc) ? doc : json_object_get(doc, "items");
 
 	if (s->json) {
 		cli_print_json(doc);
+	} else if (fairshare && json_is_array(items)) {
+		fairshare_table(items);
 	} else if (json_is_array(items)) {
 		if (json_is_object(doc)) {
 			/* Totals and periods next to the items, one line each. */
@@ -37,7 +75,7 @@ static void print_report(struct cli_session *s, const json_t *doc)
 	}
 }
 
-static int get_report(struct cli_global *g, const char *path)
+static int get_report(struct cli_global *g, const char *path, bool fairshare)
 {
 	struct cli_session s;
 	struct mu_error err;
@@ -59,7 +97,7 @@ static int get_report(struct cli_global *g, const char *path)
 	} else if (ret < 0) {
 		ret = cli_report(&err);
 	} else {
-		print_report(&s, doc);
+		print_report(&s, doc, fairshare);
 		json_decref(doc);
 		ret = CLI_EXIT_OK;
 	}
@@ -128,7 +166,7 @@ int cmd_usage(struct cli_global *g, int argc, char **argv)
 		mu_free(path);
 		path = n;
 	}
-	ret = get_report(g, path);
+	ret = get_report(g, path, false);
 out:
 	mu_free(path);
 	return ret;
@@ -147,7 +185,7 @@ int cmd_fairshare(struct cli_global *g, int argc, char **argv)
 	}
 	if (ret < 0)
 		return cli_usage_error("fairshare", &err);
-	return get_report(g, "/v1/fairshare");
+	return get_report(g, "/v1/fairshare", true);
 }
 
 int cmd_whoami(struct cli_global *g, int argc, char **argv)
@@ -163,5 +201,21 @@ int cmd_whoami(struct cli_global *g, int argc, char **argv)
 	}
 	if (ret < 0)
 		return cli_usage_error("whoami", &err);
-	return get_report(g, "/v1/whoami");
+	return get_report(g, "/v1/whoami", false);
+}
+
+int cmd_scheduler(struct cli_global *g, int argc, char **argv)
+{
+	struct mu_error err;
+	int ret, first;
+
+	mu_error_clear(&err);
+	ret = cli_parse_plain(argc, argv, g, 0, 0, &first, &err);
+	if (ret == 1) {
+		cli_help("scheduler");
+		return CLI_EXIT_OK;
+	}
+	if (ret < 0)
+		return cli_usage_error("scheduler", &err);
+	return get_report(g, "/v1/scheduler", false);
 }

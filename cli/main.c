@@ -93,6 +93,8 @@ static const struct command {
 	  "  -S/--start and -E/--end are aliases of --from and --to.\n" },
 	{ "fairshare", cmd_fairshare, "the tenant tree with shares, usage and fair-share factor (sshare)",
 	  "usage: muster fairshare\n" },
+	{ "scheduler", cmd_scheduler, "the scheduler leader, its epoch and last cycle",
+	  "usage: muster scheduler\n" },
 	{ "whoami", cmd_whoami, "the role, tenant and user of the token in use",
 	  "usage: muster whoami\n" },
 };

@@ -495,7 +495,8 @@ def test_default_name_and_later_endpoints(c):
     # explain, usage and fairshare come with the scheduler: until then a clear message.
     for args, path in ((["explain", jid], "/v1/jobs/%d/explain" % jid),
                        (["usage", "--group-by", "user"], "/v1/usage"),
-                       (["fairshare"], "/v1/fairshare")):
+                       (["fairshare"], "/v1/fairshare"),
+                       (["scheduler"], "/v1/scheduler")):
         st, _, _ = c.api("GET", path)
         rc, out, err = run(c, *args)
         if st in ENDPOINT_MISSING:
