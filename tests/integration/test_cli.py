@@ -513,6 +513,8 @@ def test_default_name_and_later_endpoints(c):
 def test_test_only(c):
     need(c, "GET", "/v1/jobs")
     tok = tenant(c, "cli-dry")
+    c.sql("INSERT INTO nodes (name, gpu_model, gpu_count, last_heartbeat) "
+          "VALUES ('cli-dry-n', 'H100', 0, now()) ON CONFLICT (name) DO NOTHING")
     before = c.sql_value("SELECT count(*) FROM jobs")
     rc, out, err = run(c, "submit", "--test-only", "-N", "1", "--", "true", token=tok)
     st, _, _ = c.api("POST", "/v1/jobs/dry-run",
