@@ -5,6 +5,7 @@
 
 #include <libpq-fe.h>
 
+#include "store_auth.h"
 #include "store_tenant.h"
 
 #define TOKEN_COLS                                                                            \
@@ -122,4 +123,57 @@ int store_token_admin_revoke(PGconn *c, const char *scope, int64_t id, struct mu
 {
 	struct token_revoke tr = { scope, id };
 	return store_db_tx(c, NULL, 0, token_revoke_tx, &tr, err);
+}
+
+struct token_create {
+	struct mu_arena *a;
+	const char *scope;
+	const char *tenant;
+	struct store_token_new *in;
+	struct store_token_created *out;
+};
+
+static int token_create_tx(PGconn *c, void *arg, struct mu_error *err)
+{
+	struct token_create *tc = arg;
+	PGresult *r = NULL;
+	int ret;
+
+	tc->in->tenant_id = 0;
+	if (tc->tenant) {
+		const char *params[2] = { tc->tenant, tc->scope };
+		ret = store_db_exec(c,
+				    "SELECT t.id FROM tenants t WHERE t.name = $1 AND "
+				    STORE__IN_SCOPE("t.path", "$2") " FOR SHARE",
+				    2, params, &r, err);
+		if (ret < 0)
+			return ret;
+		if (store_db_nrows(r) != 1) {
+			store_db_clear(r);
+			return mu_error_set(err, MU_ENOTFOUND, "tenant", "no tenant \"%.64s\"",
+					    tc->tenant);
+		}
+		tc->in->tenant_id = store_db_get_int64(r, 0, 0);
+		store_db_clear(r);
+	}
+	if (tc->in->expires_at) {
+		const char *params[1] = { tc->in->expires_at };
+		ret = store_db_exec(c, "SELECT $1::timestamptz > now()", 1, params, &r, err);
+		if (ret < 0)
+			return mu_error_set(err, MU_EINVAL, "expires_at", "not a time PostgreSQL reads");
+		ret = store_db_get_bool(r, 0, 0) ? 0 : mu_error_set(err, MU_ERANGE, "expires_at",
+								      "must be in the future");
+		store_db_clear(r);
+		if (ret < 0)
+			return ret;
+	}
+	return store_auth_token_create(c, tc->a, tc->in, tc->out, err);
+}
+
+int store_token_admin_create(PGconn *c, struct mu_arena *a, const char *scope, const char *tenant,
+			     struct store_token_new *in, struct store_token_created *out,
+			     struct mu_error *err)
+{
+	struct token_create tc = { a, scope, tenant, in, out };
+	return store_db_tx(c, NULL, 0, token_create_tx, &tc, err);
 }

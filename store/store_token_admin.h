@@ -34,6 +34,18 @@ struct store_token_page {
 	const char *next_cursor;
 };
 
+struct store_token_new;
+struct store_token_created;
+
+/*
+ * Creates a token (store_auth_token_create) for the tenant named `tenant`
+ * (NULL = none), which must be in `scope` (else MU_ENOTFOUND, field
+ * "tenant"); in->expires_at, when set, must be in the future (MU_ERANGE,
+ * field "expires_at"). in->tenant_id is set here. One transaction.
+ */
+int store_token_admin_create(PGconn *c, struct mu_arena *a, const char *scope, const char *tenant,
+			     struct store_token_new *in, struct store_token_created *out,
+			     struct mu_error *err) __attribute__((warn_unused_result));
 int store_token_admin_get(PGconn *c, struct mu_arena *a, const char *scope, int64_t id,
 			  struct store_token *out, struct mu_error *err) __attribute__((warn_unused_result));
 /* Ascending id; `cursor` is the last id seen (decimal), NULL = first page. */
