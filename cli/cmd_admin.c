@@ -54,8 +54,8 @@ struct admin_args {
 
 #define BIT(o) (1u << (o))
 
-static int admin_parse(const char *cmd, int argc, char **argv, struct cli_global *g,
-		       struct admin_args *a, struct mu_error *err)
+static int admin_parse(int argc, char **argv, struct cli_global *g, struct admin_args *a,
+		       struct mu_error *err)
 {
 	struct option longopts[A_COUNT + 5];
 	int c;
@@ -81,7 +81,6 @@ static int admin_parse(const char *cmd, int argc, char **argv, struct cli_global
 		return cli_getopt_error(c, optopt, argv, optind, err);
 	}
 	a->first = optind;
-	(void)cmd;
 	return 0;
 }
 
@@ -219,7 +218,7 @@ int cmd_tenants(struct cli_global *g, int argc, char **argv)
 	int ret;
 
 	mu_error_clear(&err);
-	ret = admin_parse("tenants", argc, argv, g, &a, &err);
+	ret = admin_parse(argc, argv, g, &a, &err);
 	if (ret == 1) {
 		cli_help("tenants");
 		return CLI_EXIT_OK;
@@ -362,7 +361,7 @@ int cmd_quota(struct cli_global *g, int argc, char **argv)
 	int ret;
 
 	mu_error_clear(&err);
-	ret = admin_parse("quota", argc, argv, g, &a, &err);
+	ret = admin_parse(argc, argv, g, &a, &err);
 	if (ret == 1) {
 		cli_help("quota");
 		ret = CLI_EXIT_OK;
@@ -504,7 +503,7 @@ int cmd_tokens(struct cli_global *g, int argc, char **argv)
 	int ret;
 
 	mu_error_clear(&err);
-	ret = admin_parse("tokens", argc, argv, g, &a, &err);
+	ret = admin_parse(argc, argv, g, &a, &err);
 	if (ret == 1) {
 		cli_help("tokens");
 		ret = CLI_EXIT_OK;
@@ -698,7 +697,7 @@ int cmd_node(struct cli_global *g, int argc, char **argv)
 	int ret;
 
 	mu_error_clear(&err);
-	ret = admin_parse("node", argc, argv, g, &a, &err);
+	ret = admin_parse(argc, argv, g, &a, &err);
 	if (ret == 1) {
 		cli_help("node");
 		ret = CLI_EXIT_OK;
@@ -775,7 +774,7 @@ int cmd_classes(struct cli_global *g, int argc, char **argv)
 	int ret;
 
 	mu_error_clear(&err);
-	ret = admin_parse("classes", argc, argv, g, &a, &err);
+	ret = admin_parse(argc, argv, g, &a, &err);
 	if (ret == 1) {
 		cli_help("classes");
 		ret = CLI_EXIT_OK;
