@@ -448,10 +448,11 @@ int cli_submit_parse(int argc, char **argv, struct cli_submit *s, struct mu_erro
 	json_object_set_new(body, "gpus_per_node", json_integer(0));
 
 	cli_getopt_reset();
-	while ((c = getopt_long(argc, argv, "+:N:t:J:A:q:D:d:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:hN:t:J:A:q:D:d:", longopts, NULL)) != -1) {
 		if (cli_common_opt(&s->g, c, optarg))
 			continue;
 		switch (c) {
+		case 'h':
 		case CLI_OPT_HELP:
 			ret = 1;
 			goto out;
@@ -625,10 +626,11 @@ int cli_queue_parse(int argc, char **argv, struct cli_queue *q, struct mu_error 
 	q->tenant = q->user = NULL;
 	q->labels = json_array();
 	cli_getopt_reset();
-	while ((c = getopt_long(argc, argv, "+:t:A:u:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:ht:A:u:", longopts, NULL)) != -1) {
 		if (cli_common_opt(&q->g, c, optarg))
 			continue;
 		switch (c) {
+		case 'h':
 		case CLI_OPT_HELP:
 			return 1;
 		case 't':

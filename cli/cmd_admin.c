@@ -69,10 +69,10 @@ static int admin_parse(int argc, char **argv, struct cli_global *g, struct admin
 		memcpy(&longopts[A_COUNT], common, sizeof(common));
 	}
 	cli_getopt_reset();
-	while ((c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		if (cli_common_opt(g, c, optarg))
 			continue;
-		if (c == CLI_OPT_HELP)
+		if (c == CLI_OPT_HELP || c == 'h')
 			return 1;
 		if (c >= CLI_OPT_FIRST_PRIVATE && c < CLI_OPT_FIRST_PRIVATE + A_COUNT) {
 			a->v[c - CLI_OPT_FIRST_PRIVATE] = optarg;

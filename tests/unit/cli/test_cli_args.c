@@ -232,6 +232,11 @@ static void submit_full(void **state)
 	memset(&s, 0, sizeof(s));
 	assert_int_equal(PARSE(&s, &err, "submit", "-N", "2", "--help"), 1);
 	assert_null(s.body);
+	assert_int_equal(PARSE(&s, &err, "submit", "-h"), 1);
+	assert_null(s.body);
+	/* After the command starts, -h is the command's own flag. */
+	assert_int_equal(PARSE(&s, &err, "submit", "ls", "-h"), 0);
+	cli_submit_release(&s);
 }
 
 static void submit_bad(void **state)
@@ -326,6 +331,10 @@ static void queue_args(void **state)
 					 ARGV("queue", "--state=PD", "--state", "R"), &q, &err),
 			 0);
 	assert_string_equal(q.states, "PENDING,RUNNING");
+	cli_queue_release(&q);
+
+	memset(&q, 0, sizeof(q));
+	assert_int_equal(cli_queue_parse(2, ARGV("queue", "-h"), &q, &err), 1);
 	cli_queue_release(&q);
 
 	memset(&q, 0, sizeof(q));
