@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "buf.h"
 #include "codec_job.h"
 #include "jv.h"
+#include "log.h"
 #include "rest_server.h"
 #include "store_job.h"
 
@@ -82,13 +84,26 @@ static void encode_jobs(struct rest_req *rq, struct store_job_submit *s)
 
 /* Worker thread: one transaction for the whole group; replies encoded here
  * so the loop thread only sends them. */
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static void submit_group(PGconn *db, struct store_work **items, size_t n)
 {
 	struct store_job_submit **subs = mu_calloc(n, sizeof(*subs));
+	double t0 = mono_ms(), t1;
+	size_t jobs = 0;
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		subs[i] = rest_work_arg(items[i]);
+		jobs += subs[i]->n;
+	}
 	store_job_submit_group(db, subs, n);
+	t1 = mono_ms();
 	for (size_t i = 0; i < n; i++) {
 		struct rest_req *rq = rest_work_req(items[i]);
 
@@ -100,6 +115,8 @@ static void submit_group(PGconn *db, struct store_work **items, size_t n)
 			encode_jobs(rq, subs[i]);
 		}
 	}
+	mu_debug("jobs group requests=%zu jobs=%zu db_ms=%.1f encode_ms=%.1f", n, jobs, t1 - t0,
+		 mono_ms() - t1);
 	mu_free(subs);
 }
 

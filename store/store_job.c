@@ -366,69 +366,123 @@ static int load_idem(PGconn *c, struct group_ctx *g, struct store_job_submit **r
 	return ret;
 }
 
-static void add_json_opt_str(struct mu_buf *b, const char *k, const char *v)
+/* COPY text format: backslash, tab, newline and CR escaped; NULL is \N. */
+static void copy_str(struct mu_buf *b, const char *v)
 {
-	mu_buf_addf(b, ",\"%s\":", k);
-	mu_buf_add_json_strz(b, v);
+	if (!v) {
+		mu_buf_add(b, "\\N", 2);
+		return;
+	}
+	for (; *v; v++) {
+		switch (*v) {
+		case '\\': mu_buf_add(b, "\\\\", 2); break;
+		case '\t': mu_buf_add(b, "\\t", 2); break;
+		case '\n': mu_buf_add(b, "\\n", 2); break;
+		case '\r': mu_buf_add(b, "\\r", 2); break;
+		default: mu_buf_addc(b, *v);
+		}
+	}
 }
 
-static void add_row(struct mu_buf *b, const struct store_job *j, int64_t id, int64_t tenant_id,
+static void copy_int(struct mu_buf *b, int64_t v)
+{
+	mu_buf_add_int(b, v);
+}
+
+/* One jobs row for COPY, in the column order of copy_jobs_sql. */
+static void add_row(struct mu_buf *b, const struct store_job *j, int64_t tenant_id,
 		    int64_t class_id, const struct store_job_submit *s)
 {
-	mu_buf_addf(b, "{\"id\":%lld,\"tenant_id\":%lld,\"priority_class_id\":%lld", (long long)id,
-		    (long long)tenant_id, (long long)class_id);
-	add_json_opt_str(b, "user_name", j->user ? j->user : "");
-	add_json_opt_str(b, "name", j->name ? j->name : "");
-	mu_buf_addf(b, ",\"nodes\":%lld,\"gpus_per_node\":%lld,\"procs_per_node\":%lld",
-		    (long long)j->nodes, (long long)j->gpus_per_node, (long long)j->procs_per_node);
+	copy_int(b, j->id);
+	mu_buf_addc(b, '\t');
+	copy_int(b, tenant_id);
+	mu_buf_addc(b, '\t');
+	copy_str(b, j->user ? j->user : "");
+	mu_buf_addc(b, '\t');
+	copy_str(b, j->name ? j->name : "");
+	mu_buf_addc(b, '\t');
+	copy_int(b, class_id);
+	mu_buf_addc(b, '\t');
+	copy_int(b, j->nodes);
+	mu_buf_addc(b, '\t');
 	if (j->min_nodes > 0)
-		mu_buf_addf(b, ",\"min_nodes\":%lld", (long long)j->min_nodes);
-	mu_buf_addf(b, ",\"time_limit\":%lld,\"max_retries\":%lld", (long long)j->time_limit,
-		    (long long)j->max_retries);
-	add_json_opt_str(b, "gpu_model", j->gpu_model ? j->gpu_model : "");
-	add_json_opt_str(b, "topology_required", j->topo_required ? j->topo_required : "");
-	add_json_opt_str(b, "topology_preferred", j->topo_preferred ? j->topo_preferred : "");
-	add_json_opt_str(b, "workdir", j->workdir ? j->workdir : "");
-	mu_buf_adds(b, ",\"command\":");
-	mu_buf_adds(b, j->command ? j->command : "[]");
-	mu_buf_adds(b, ",\"env\":");
-	mu_buf_adds(b, j->env ? j->env : "{}");
-	mu_buf_adds(b, ",\"labels\":");
-	mu_buf_adds(b, j->labels ? j->labels : "{}");
-	mu_buf_adds(b, ",\"dependencies\":");
-	mu_buf_adds(b, j->dependencies ? j->dependencies : "[]");
-	if (s->idem_key) {
-		add_json_opt_str(b, "idempotency_key", s->idem_key);
-		add_json_opt_str(b, "request_sha256", s->request_sha256);
-	}
-	mu_buf_addc(b, '}');
+		copy_int(b, j->min_nodes);
+	else
+		copy_str(b, NULL);
+	mu_buf_addc(b, '\t');
+	copy_int(b, j->gpus_per_node);
+	mu_buf_addc(b, '\t');
+	copy_str(b, j->gpu_model ? j->gpu_model : "");
+	mu_buf_addc(b, '\t');
+	copy_int(b, j->procs_per_node);
+	mu_buf_addc(b, '\t');
+	copy_str(b, j->topo_required ? j->topo_required : "");
+	mu_buf_addc(b, '\t');
+	copy_str(b, j->topo_preferred ? j->topo_preferred : "");
+	mu_buf_addc(b, '\t');
+	copy_int(b, j->time_limit);
+	mu_buf_addc(b, '\t');
+	copy_str(b, j->command ? j->command : "[]");
+	mu_buf_addc(b, '\t');
+	copy_str(b, j->env ? j->env : "{}");
+	mu_buf_addc(b, '\t');
+	copy_str(b, j->workdir ? j->workdir : "");
+	mu_buf_addc(b, '\t');
+	copy_str(b, j->dependencies ? j->dependencies : "[]");
+	mu_buf_addc(b, '\t');
+	copy_int(b, j->max_retries);
+	mu_buf_addc(b, '\t');
+	copy_str(b, j->labels ? j->labels : "{}");
+	mu_buf_addc(b, '\t');
+	copy_str(b, s->idem_key);
+	mu_buf_addc(b, '\t');
+	copy_str(b, s->idem_key ? s->request_sha256 : NULL);
+	mu_buf_addc(b, '\n');
 }
 
+/* Streams `data` into an open COPY ... FROM STDIN and finishes it. */
+static int copy_in(PGconn *c, const char *sql, const struct mu_buf *data, struct mu_error *err)
+{
+	PGresult *r = PQexec(c, sql);
+	int ret = 0;
+
+	if (PQresultStatus(r) != PGRES_COPY_IN) {
+		ret = store_db_check(c, r, err);
+		PQclear(r);
+		return ret < 0 ? ret : mu_error_set(err, MU_EINTERNAL, "", "COPY did not start");
+	}
+	PQclear(r);
+	if (PQputCopyData(c, data->p ? data->p : "", (int)data->len) != 1 ||
+	    PQputCopyEnd(c, NULL) != 1)
+		return mu_error_set(err, MU_EUNAVAIL, "", "COPY failed: %s", PQerrorMessage(c));
+	while ((r = PQgetResult(c))) {
+		if (!ret)
+			ret = store_db_check(c, r, err);
+		PQclear(r);
+	}
+	return ret;
+}
+
+/*
+ * Writes every accepted job of the group: ids come from the sequence in
+ * input order, rows and their job.submitted events go in by COPY (the
+ * fastest path PostgreSQL has: a 10,000-job batch is one round trip each),
+ * and one NOTIFY per job wakes the scheduler at COMMIT.
+ */
 static int insert_jobs(PGconn *c, struct store_job_submit **reqs, size_t n, int64_t **tids,
 		       int64_t **cids, size_t total, struct mu_error *err)
 {
 	static const char ids_sql[] =
 		"SELECT nextval('jobs_id_seq'), " TS("now()") " FROM generate_series(1, $1::int)";
-	static const char ins_sql[] =
-		"WITH ins AS (INSERT INTO jobs (id, tenant_id, user_name, name, priority_class_id,"
-		"   nodes, min_nodes, gpus_per_node, gpu_model, procs_per_node, topology_required,"
-		"   topology_preferred, time_limit, command, env, workdir, dependencies, max_retries,"
-		"   labels, idempotency_key, request_sha256)"
-		" SELECT r.id, r.tenant_id, r.user_name, r.name, r.priority_class_id, r.nodes,"
-		"   r.min_nodes, r.gpus_per_node, r.gpu_model, r.procs_per_node, r.topology_required,"
-		"   r.topology_preferred, r.time_limit, r.command, r.env, r.workdir, r.dependencies,"
-		"   r.max_retries, r.labels, r.idempotency_key, r.request_sha256"
-		"   FROM json_to_recordset($1::json) AS r(id bigint, tenant_id bigint, user_name text,"
-		"     name text, priority_class_id int, nodes int, min_nodes int, gpus_per_node int,"
-		"     gpu_model text, procs_per_node int, topology_required text,"
-		"     topology_preferred text, time_limit int, command jsonb, env jsonb, workdir text,"
-		"     dependencies jsonb, max_retries int, labels jsonb, idempotency_key text,"
-		"     request_sha256 text)"
-		"   RETURNING id, tenant_id),"
-		" ev AS (INSERT INTO events (kind, tenant_id, job_id)"
-		"   SELECT 'job.submitted', tenant_id, id FROM ins)"
-		" SELECT count(pg_notify('muster_sched', 'submit:' || id)) FROM ins";
-	struct mu_buf rows = MU_BUF_INIT;
+	static const char copy_jobs_sql[] =
+		"COPY jobs (id, tenant_id, user_name, name, priority_class_id, nodes, min_nodes,"
+		" gpus_per_node, gpu_model, procs_per_node, topology_required, topology_preferred,"
+		" time_limit, command, env, workdir, dependencies, max_retries, labels,"
+		" idempotency_key, request_sha256) FROM STDIN";
+	static const char copy_events_sql[] = "COPY events (kind, tenant_id, job_id) FROM STDIN";
+	static const char notify_sql[] =
+		"SELECT count(pg_notify('muster_sched', 'submit:' || x)) FROM unnest($1::bigint[]) x";
+	struct mu_buf rows = MU_BUF_INIT, events = MU_BUF_INIT, ids = MU_BUF_INIT;
 	char nbuf[24];
 	const char *p[1];
 	PGresult *r = NULL;
@@ -440,8 +494,10 @@ static int insert_jobs(PGconn *c, struct store_job_submit **reqs, size_t n, int6
 	ret = store_db_exec(c, ids_sql, 1, p, &r, err);
 	if (ret < 0)
 		goto out;
-	mu_buf_reserve(&rows, total * 512);
-	mu_buf_addc(&rows, '[');
+	mu_buf_reserve(&rows, total * 300);
+	mu_buf_reserve(&events, total * 40);
+	mu_buf_reserve(&ids, total * 12);
+	mu_buf_addc(&ids, '{');
 	for (size_t i = 0; i < n; i++) {
 		struct store_job_submit *s = reqs[i];
 
@@ -459,17 +515,28 @@ static int insert_jobs(PGconn *c, struct store_job_submit **reqs, size_t n, int6
 			j->tenant = mu_arena_strdup(s->arena, j->tenant);
 			j->tenant_path = mu_arena_strdup(s->arena, j->tenant_path);
 			j->priority_class = mu_arena_strdup(s->arena, j->priority_class);
+			add_row(&rows, j, tids[i][k], cids[i][k], s);
+			mu_buf_addf(&events, "job.submitted\t%lld\t%lld\n", (long long)tids[i][k],
+				    (long long)j->id);
 			if (at)
-				mu_buf_addc(&rows, ',');
-			add_row(&rows, j, j->id, tids[i][k], cids[i][k], s);
+				mu_buf_addc(&ids, ',');
+			mu_buf_add_int(&ids, j->id);
 		}
 	}
-	mu_buf_addc(&rows, ']');
-	p[0] = rows.p;
-	ret = store_db_exec(c, ins_sql, 1, p, NULL, err);
+	mu_buf_addc(&ids, '}');
+	ret = copy_in(c, copy_jobs_sql, &rows, err);
+	if (ret < 0)
+		goto out;
+	ret = copy_in(c, copy_events_sql, &events, err);
+	if (ret < 0)
+		goto out;
+	p[0] = ids.p;
+	ret = store_db_exec(c, notify_sql, 1, p, NULL, err);
 out:
 	store_db_clear(r);
 	mu_buf_release(&rows);
+	mu_buf_release(&events);
+	mu_buf_release(&ids);
 	return ret;
 }
 
