@@ -82,7 +82,7 @@ static void tenant_new(void **state)
 	json_t *b = json_pack("{s:s}", "name", "ml");
 	struct store_tenant_new t;
 	struct mu_error err;
-	char body[9000];
+	static char body[16384];
 	(void)state;
 
 	assert_int_equal(codec_tenant_new_decode(b, &t, &err), 0);
@@ -190,7 +190,7 @@ static void quota(void **state)
 	expect(dec_quota, "{\"gpu_model\":null}", MU_ETYPE, "gpu_model");
 	expect(dec_quota, "{\"tenant\":\"ml\"}", MU_EUNKNOWNFIELD, "tenant");
 	{
-		char body[200];
+		static char body[16384];
 		snprintf(body, sizeof(body), "{\"gpu_model\":\"%s\"}", repeat('G', 65));
 		expect(dec_quota, body, MU_ETOOLONG, "gpu_model");
 	}
@@ -285,7 +285,7 @@ static void token(void **state)
 	expect(dec_token, "{\"role\":\"reader\",\"expires_at\":\"2030-01-01T24:00:00Z\"}", MU_EINVAL, "expires_at");
 	expect(dec_token, "{\"role\":\"reader\",\"expires_at\":1893456000}", MU_ETYPE, "expires_at");
 	{
-		char body[400];
+		static char body[16384];
 		snprintf(body, sizeof(body), "{\"role\":\"reader\",\"name\":\"%s\"}", repeat('n', 129));
 		expect(dec_token, body, MU_ETOOLONG, "name");
 		snprintf(body, sizeof(body), "{\"role\":\"reader\",\"user\":\"%s\"}", repeat('u', 65));
