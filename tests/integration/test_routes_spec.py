@@ -25,10 +25,10 @@ import spec_check  # noqa: E402
 SPEC = spec_check.Spec.load()
 ROUTES = spec_check.read_routes(os.path.join(ROOT, 'api', 'routes.def'))
 ALL_ROLES = ('REST_ANYONE',)
-# While the API engineers are still adding rows, a spec operation without a
-# route skips (exit 77, naming them) instead of failing. Flip to True once
-# routes.def is complete so a spec-only operation fails CTest.
-STRICT_ROUTES = False
+# While the API engineers were still adding rows, a spec operation without a
+# route skipped (exit 77, naming them) instead of failing. Now routes.def
+# is complete: a spec-only operation (not x-muster-issue) fails CTest.
+STRICT_ROUTES = True
 SKIPPED = []
 
 
