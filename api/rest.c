@@ -389,6 +389,10 @@ const char *rest_scope_path(const struct rest_req *rq)
 {
 	if (rq->who.role == REST_ROLE_ADMIN)
 		return NULL;
+	/* a tenant token always has a tenant (schema CHECK); should one ever
+	 * lack it, it sees nothing rather than everything */
+	if (!rq->who.tenant_path && rq->who.role == REST_ROLE_TENANT)
+		return "\x01none";
 	return rq->who.tenant_path;
 }
 
