@@ -372,15 +372,21 @@ def test_scheduler_endpoints(c):
     ran = False
     if routed('getScheduler'):
         cc('GET', '/v1/scheduler', expect=200)
+        cc('GET', '/v1/scheduler', token='', expect=401)
         ran = True
     if routed('getUsage'):
         cc('GET', '/v1/usage', expect=200)
         cc('GET', '/v1/usage?group_by=user&from=2026-01-01T00:00:00Z&to=2030-01-01T00:00:00Z', expect=200)
+        cc('GET', '/v1/usage?from=2026-01-01&group_by=tenant', expect=200, what='plain date')
         cc('GET', '/v1/usage?group_by=planet', expect=400)
+        cc('GET', '/v1/usage?colour=red', expect=400)
+        cc('GET', '/v1/usage', token='', expect=401)
         cc('GET', '/v1/usage?from=yesterday', expect=400)
         ran = True
     if routed('getFairshare'):
         cc('GET', '/v1/fairshare', expect=200)
+        cc('GET', '/v1/fairshare', token=S.get('vision'), expect=200, what='tenant view')
+        cc('GET', '/v1/fairshare', token='', expect=401)
         ran = True
     if routed('explainJob'):
         if S.get('job'):
@@ -390,6 +396,11 @@ def test_scheduler_endpoints(c):
     if routed('dryRunJob'):
         cc('POST', '/v1/jobs/dry-run', job_body(tenant='vision'), expect=200)
         cc('POST', '/v1/jobs/dry-run', job_body(tenant='vision', nodes=0), expect=400)
+        cc('POST', '/v1/jobs/dry-run', job_body(tenant='vision', topology={'required': 'rack'}, nodes=64),
+           expect=200, what='never fits')
+        n = c.sql_value('SELECT count(*) FROM jobs')
+        cc('POST', '/v1/jobs/dry-run', job_body(), token=S.get('vision'), expect=200)
+        check_eq(c.sql_value('SELECT count(*) FROM jobs'), n, 'dry-run wrote a job')
         ran = True
     if not ran:
         skip('no route yet for the scheduler endpoints (issue 4)')
