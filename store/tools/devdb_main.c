@@ -34,7 +34,8 @@ static void usage(FILE *f)
 		"  stop      stop the server (fast shutdown); not running is fine\n"
 		"  url       print the connection URL\n"
 		"  status    print running/stopped; exit 0 running, 3 stopped, 4 no cluster\n"
-		"  migrate   apply pending schema migrations (to DIR's database or --db URL)\n"
+		"  migrate   apply pending schema migrations: to --db URL, else DIR's database\n"
+		"            (without --dir, MUSTER_DATABASE_URL when set)\n"
 		"\n"
 		"options:\n"
 		"  --dir DIR   state directory (env MUSTER_STATE_DIR, default .muster)\n"
@@ -52,6 +53,7 @@ int main(int argc, char **argv)
 	};
 	const char *dir = getenv("MUSTER_STATE_DIR");
 	const char *db = NULL, *cmd;
+	bool dir_flag = false;
 	char url[PATH_MAX + 128];
 	struct mu_error err = { 0 };
 	int opt, ret = 0;
@@ -61,6 +63,7 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'd':
 			dir = optarg;
+			dir_flag = true;
 			break;
 		case 'b':
 			db = optarg;
@@ -101,7 +104,9 @@ int main(int argc, char **argv)
 	} else if (!strcmp(cmd, "migrate")) {
 		PGconn *c;
 		int applied = 0;
-		if (!db)
+		/* --db, then an explicit --dir, then MUSTER_DATABASE_URL, then
+		 * the default dir */
+		if (!db && !dir_flag)
 			db = getenv("MUSTER_DATABASE_URL");
 		if (!db || !*db) {
 			ret = store_devdb_url(dir, url, sizeof(url), &err);

@@ -327,8 +327,13 @@ class Cluster:
             return ""
 
     # -- processes ---------------------------------------------------------
+    # Variables a developer's shell may carry (`. .muster/env`) that must not
+    # leak into a test's processes.
+    _SCRUB = ("MUSTER_URL", "MUSTER_TOKEN", "MUSTER_ADMIN_TOKEN", "MUSTER_DATABASE_URL",
+              "MUSTER_CONFIG", "MUSTER_STATE_DIR", "MUSTER_HTTP_ADDR", "MUSTER_GRPC_ADDR")
+
     def base_env(self):
-        env = dict(os.environ)
+        env = {k: v for k, v in os.environ.items() if k not in self._SCRUB}
         env["MUSTER_DATABASE_URL"] = self.db_url
         env["MUSTER_ADMIN_TOKEN"] = self.admin_token
         if self.api_url:
