@@ -13,9 +13,8 @@ def add_node(c, name, gpus, up=True, topology="block-1/rack-1"):
     nid = c.sql_value("INSERT INTO nodes (name, address, topology, gpu_model, gpu_count, up, labels,"
                       " last_heartbeat) VALUES ($1, $2, $3, 'H100', $4, $5, '{\"zone\": \"a\"}', now())"
                       " RETURNING id", name, "10.0.0.%d" % (len(name) + gpus), topology, gpus, up)
-    for i in range(gpus):
-        c.sql("INSERT INTO gpus (node_id, idx, uuid, model, memory_mb) VALUES ($1, $2, $3, 'H100', 81920)",
-              nid, i, "GPU-%s-%d" % (name, i))
+    c.sql("INSERT INTO gpus (node_id, idx, uuid, model, memory_mb) SELECT $1, i, 'GPU-' || $2 || '-' || i,"
+          " 'H100', 81920 FROM generate_series(0, $3 - 1) i", nid, name, gpus)
     return nid
 
 
@@ -24,9 +23,9 @@ def allocate(c, job, placements):
     run = c.sql_value("INSERT INTO runs (job_id, attempt, epoch, nodes, gpus_per_node, time_limit)"
                       " VALUES ($1, 1, 1, $2, 1, 60) RETURNING id", job, len(placements))
     for rank, (nid, idxs) in enumerate(placements.items()):
-        for g in idxs:
-            c.sql("INSERT INTO run_allocations (run_id, node_id, node_rank, gpu_index)"
-                  " VALUES ($1, $2, $3, $4)", run, nid, rank, g)
+        c.sql("INSERT INTO run_allocations (run_id, node_id, node_rank, gpu_index)"
+              " SELECT $1, $2, $3, unnest($4::int[])", run, nid, rank,
+              "{%s}" % ",".join(str(g) for g in idxs))
     return run
 
 
@@ -120,6 +119,36 @@ def test_roles(c):
     expect_problem(c, "GET", "/v1/nodes", None, 403, "forbidden", token=ag)
     expect_problem(c, "POST", "/v1/nodes/n3/drain", {}, 403, "forbidden", token=ag)
     expect_problem(c, "GET", "/v1/nodes", None, 401, "unauthenticated", token="")
+
+
+def test_register(c):
+    """store_node_register: the agents' upsert (node row, GPU rows, event, NOTIFY)."""
+    probe = harness.require_binary("admin_node_register_probe")
+    p = listen(c)
+    r = subprocess.run([probe, c.db_url, "gpu-new", "8", "3"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=30)
+    check_eq(r.returncode, 0, r.stderr)
+    nid = int(r.stdout)
+    out = p.stdout.read().decode()
+    p.wait(timeout=20)
+    check('payload "node:gpu-new"' in out, out)
+    st, _, n = c.api("GET", "/v1/nodes/gpu-new")
+    check_eq(st, 200, n)
+    check_eq((n["address"], n["topology"], n["gpu_model"], n["gpu_count"], n["state"], n["labels"],
+              n["agent_version"]), ("10.1.0.1", "block-9/rack-9", "H100", 8, "IDLE", {"probe": "yes"}, "probe-1"))
+    check_eq([g["healthy"] for g in n["gpus"]], [True, True, True, False] + [True] * 4)
+    check_eq(n["gpus"][3]["health_reason"], "xid 79")
+    check(n["last_heartbeat"] is not None, n)
+    # a second registration updates in place: same id, GPUs beyond the new count go
+    c.sql("UPDATE nodes SET up = false WHERE id = $1", nid)
+    r = subprocess.run([probe, c.db_url, "gpu-new", "4"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=30)
+    check_eq((r.returncode, int(r.stdout or 0)), (0, nid), r.stderr)
+    st, _, n = c.api("GET", "/v1/nodes/gpu-new")
+    check_eq((n["gpu_count"], len(n["gpus"]), n["state"]), (4, 4, "IDLE"))
+    check(all(g["healthy"] for g in n["gpus"]), n)
+    check_eq(c.sql_value("SELECT count(*) FROM gpus WHERE node_id = $1", nid), "4")
+    check_eq(len(events(c, "node.registered")), 2)
 
 
 if __name__ == "__main__":
