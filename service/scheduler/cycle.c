@@ -83,12 +83,15 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 	st->cycle_ms = scheduler_now_ms() - t0;
 	if (ret)
 		goto out;
-	if (started || ended || down || timeouts || expired || out.db.npreempt || out.db.nfail_jobs)
-		mu_info("epoch=%" PRId64 " cycle: started=%d ended=%d preempted=%zu timeouts=%d"
+	enum mu_log_level lv = started || ended || down || timeouts || expired || out.db.npreempt ||
+					       out.db.nfail_jobs || st->cycle_ms > 250
+				       ? MU_LOG_INFO
+				       : MU_LOG_DEBUG;
+	mu_log(lv, "epoch=%" PRId64 " cycle: started=%d ended=%d preempted=%zu timeouts=%d"
 			" stop_expired=%d nodes_down=%d failed=%zu pending=%d running=%d"
-			" load_ms=%.1f core_ms=%.1f total_ms=%.1f",
+			" reasons=%zu load_ms=%.1f core_ms=%.1f write_ms=%.1f total_ms=%.1f",
 			epoch, started, ended, out.db.npreempt, timeouts, expired, down, out.db.nfail_jobs,
-			st->pending, st->running, st->load_ms, t3 - t2, st->cycle_ms);
+			st->pending, st->running, out.db.npending, st->load_ms, t3 - t2, st->commit_ms, st->cycle_ms);
 	goto out;
 out_rollback:
 	store_sched_cycle_rollback(c);

@@ -1,0 +1,200 @@
+#!/usr/bin/python3
+"""Scheduler daemon benchmarks (not in CTest; figures in bench/RESULTS.md).
+
+  bench_scheduler.py latency  [--jobs 300]          submit -> assigned on an idle 100 x 8 cluster
+  bench_scheduler.py failover [--rounds 5]          kill -9 of the leader -> first decision of the new one
+  bench_scheduler.py cycle    [--nodes 10000 --pending 100000 --running 50000]
+                                                    one full cycle (load + core + commit) at scale
+
+Each starts its own PostgreSQL (tests/integration/harness.py) and real
+muster-scheduler processes. MUSTER_BUILD_DIR names the build (default build/).
+
+latency: a client LISTENs on muster_agents (what the scheduler NOTIFYs when
+it commits an assignment), INSERTs a job + NOTIFY muster_sched exactly as the
+API does, and times the round trip; the job's run is then ended so the
+cluster stays idle. With --rest the job is POSTed to a real muster-api.
+"""
+import argparse
+import ctypes
+import os
+import re
+import select
+import signal
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+os.environ.setdefault("MUSTER_BUILD_DIR", os.path.join(ROOT, "build"))
+
+import harness  # noqa: E402
+from test_sched_common import PG, add_nodes, lease, leader_proc, q, start_scheduler  # noqa: E402
+
+
+class Listener(PG):
+    """PG with LISTEN/notification wait (PQsocket + PQconsumeInput + PQnotifies)."""
+
+    def __init__(self, url, channel):
+        super().__init__(url)
+        lib = PG._lib
+        lib.PQsocket.argtypes = [ctypes.c_void_p]
+        lib.PQconsumeInput.argtypes = [ctypes.c_void_p]
+        lib.PQnotifies.restype = ctypes.c_void_p
+        lib.PQnotifies.argtypes = [ctypes.c_void_p]
+        lib.PQfreemem.argtypes = [ctypes.c_void_p]
+        self.query("LISTEN " + channel)
+
+    def drain(self):
+        lib = PG._lib
+        n = 0
+        lib.PQconsumeInput(self.conn)
+        while True:
+            p = lib.PQnotifies(self.conn)
+            if not p:
+                return n
+            lib.PQfreemem(p)
+            n += 1
+
+    def wait(self, timeout):
+        fd = PG._lib.PQsocket(self.conn)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.drain():
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            select.select([fd], [], [], left)
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
+
+
+def bench_latency(args):
+    with harness.Cluster(api=args.rest) as c:
+        add_nodes(c, "idle", 100, gpus=8, model="h100")
+        start_scheduler(c, "sched", "--log-level", "warn")
+        c.wait_until(lambda: lease(c)["cycles"] > 0, 10, "first cycle")
+        lis = Listener(c.db_url, "muster_agents")
+        sub = PG(c.db_url)
+        lat = []
+        for i in range(args.jobs):
+            lis.drain()
+            t0 = time.perf_counter()
+            if args.rest:
+                st, _, b = c.api("POST", "/v1/jobs", {"tenant": "root", "nodes": 1, "gpus_per_node": 1,
+                                                      "gpu_model": "h100", "command": ["true"]})
+                assert st == 201, b
+                jid = b["id"]
+            else:
+                jid = int(sub.query("INSERT INTO jobs (tenant_id, priority_class_id, nodes, gpus_per_node,"
+                                    " gpu_model, time_limit, command) VALUES (1, 2, 1, 1, 'h100', 3600,"
+                                    " '[\"true\"]') RETURNING id")[0][0])
+                sub.query("NOTIFY muster_sched, 'submit:%d'" % jid)
+            if not lis.wait(5):
+                raise RuntimeError("job %d not assigned within 5 s" % jid)
+            lat.append((time.perf_counter() - t0) * 1000.0)
+            sub.query("UPDATE runs SET state = 'COMPLETED', exit_code = 0, ended_at = now()"
+                      " WHERE job_id = %d; NOTIFY muster_sched, 'run:%d'" % (jid, jid))
+            lis.wait(0.5)  # the finishing cycle's NOTIFY (GPUs freed), so the next job sees an idle cluster
+        via = "POST /v1/jobs" if args.rest else "INSERT + NOTIFY"
+        print("latency (%s -> assignment committed), idle 100 x 8, %d jobs: p50 %.2f ms, p90 %.2f ms,"
+              " p99 %.2f ms, max %.2f ms" % (via, len(lat), pct(lat, 50), pct(lat, 90), pct(lat, 99),
+                                            max(lat)))
+
+
+def bench_failover(args):
+    with harness.Cluster() as c:
+        add_nodes(c, "fo", 100, gpus=8, model="h100")
+        procs = [start_scheduler(c, "sched-%d" % i, "--log-level", "warn") for i in range(2)]
+        times = []
+        for r in range(args.rounds):
+            c.wait_until(lambda: leader_proc(c, procs) and lease(c)["cycles"] > 0, 10, "a leader")
+            old = leader_proc(c, procs)
+            e = lease(c)["epoch"]
+            t0 = time.perf_counter()
+            old.send_signal(signal.SIGKILL)
+            # first decision = the new leader's first committed cycle
+            c.wait_until(lambda: q(c, "SELECT epoch > %d AND last_cycle_at >= acquired_at FROM"
+                                      " scheduler_lease" % e)[0][0] == "t", 10, "takeover")
+            times.append((time.perf_counter() - t0) * 1000.0)
+            c.stop_process(old)
+            procs.remove(old)
+            procs.append(start_scheduler(c, "sched-r%d" % r, "--log-level", "warn"))
+            time.sleep(0.5)
+        print("failover (kill -9 -> new leader's first committed cycle), %d rounds: "
+              "min %.0f ms, median %.0f ms, max %.0f ms" % (len(times), min(times), pct(times, 50),
+                                                           max(times)))
+
+
+def bench_cycle(args):
+    N, P, R = args.nodes, args.pending, args.running
+    with harness.Cluster() as c:
+        t0 = time.monotonic()
+        pg = PG(c.db_url)
+        pg.query("INSERT INTO nodes (name, address, topology, gpu_model, gpu_count)"
+                 " SELECT 'n' || i, '10.' || (i / 65536) || '.' || (i / 256 %% 256) || '.' || (i %% 256),"
+                 " 'block-' || (i / 640) || '/rack-' || (i / 32), 'h100', 8"
+                 " FROM generate_series(0, %d) i" % (N - 1))
+        pg.query("INSERT INTO gpus (node_id, idx, model) SELECT n.id, g, 'h100'"
+                 " FROM nodes n, generate_series(0, 7) g")
+        # R running 1-GPU jobs spread over the nodes (R / N per node)
+        per = max(1, (R + N - 1) // N)
+        pg.query("INSERT INTO jobs (tenant_id, user_name, priority_class_id, state, nodes, gpus_per_node,"
+                 " gpu_model, time_limit, command, started_at)"
+                 " SELECT 1, 'u' || (i %% 50), 2, 'RUNNING', 1, 1, 'h100', 86400, '[\"x\"]', now()"
+                 " FROM generate_series(1, %d) i" % R)
+        pg.query("INSERT INTO runs (job_id, attempt, epoch, state, nodes, gpus_per_node, time_limit,"
+                 " started_at) SELECT id, 1, 0, 'RUNNING', 1, 1, 86400,"
+                 " now() - make_interval(secs => (id % 3600)::int) FROM jobs")
+        pg.query("INSERT INTO run_allocations (run_id, node_id, node_rank, gpu_index)"
+                 " SELECT r.id, (SELECT min(id) FROM nodes) + ((r.id - 1) %% %d), 0, ((r.id - 1) / %d)::int"
+                 " FROM runs r" % (N, N))
+        # P pending jobs that need more GPUs than any node has free: a full
+        # evaluation (priorities, backfill plan, reasons) with no start.
+        need = 8 - per + 1 if per < 8 else 8
+        pg.query("INSERT INTO jobs (tenant_id, user_name, priority_class_id, nodes, gpus_per_node,"
+                 " gpu_model, time_limit, command) SELECT 1, 'u' || (i %% 50), 2, 1 + (i %% 3 = 0)::int,"
+                 " %d, 'h100', 3600, '[\"x\"]' FROM generate_series(1, %d) i" % (need, P))
+        pg.query("ANALYZE")
+        print("setup: %d nodes x 8 GPUs, %d running runs, %d pending (%d GPUs each) in %.1f s"
+              % (N, R, P, need, time.monotonic() - t0))
+        p = start_scheduler(c, "sched", "--max-cycles", str(args.cycles), "--tick", "100ms",
+                            "--log-level", "debug")
+        p.wait(timeout=600)
+        log = c.log_text("sched")
+        cyc = re.findall(r"reasons=(\d+) load_ms=([\d.]+) core_ms=([\d.]+) write_ms=([\d.]+)"
+                         r" total_ms=([\d.]+)", log)
+        stats = q(c, "SELECT last_cycle_ms, last_load_ms, last_commit_ms, last_pending, last_running"
+                     " FROM scheduler_lease")[0]
+        for i, (re_, lo, co, wr, to) in enumerate(cyc):
+            print("cycle %d: load %s ms, core %s ms, write %s ms (%s pending reasons changed),"
+                  " total %s ms (+ COMMIT)" % (i + 1, lo, co, wr, re_, to))
+        print("last cycle recorded: %s ms (load %s ms, decisions write %s ms), pending %s, running %s"
+              % stats)
+        if not cyc:
+            print(log[-3000:])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="what", required=True)
+    a = sub.add_parser("latency")
+    a.add_argument("--jobs", type=int, default=300)
+    a.add_argument("--rest", action="store_true", help="submit through muster-api")
+    a = sub.add_parser("failover")
+    a.add_argument("--rounds", type=int, default=5)
+    a = sub.add_parser("cycle")
+    a.add_argument("--nodes", type=int, default=10000)
+    a.add_argument("--pending", type=int, default=100000)
+    a.add_argument("--running", type=int, default=50000)
+    a.add_argument("--cycles", type=int, default=3)
+    args = ap.parse_args()
+    {"latency": bench_latency, "failover": bench_failover, "cycle": bench_cycle}[args.what](args)
+
+
+if __name__ == "__main__":
+    main()
