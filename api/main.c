@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_grpc.h"
 #include "config.h"
 #include "db.h"
 #include "log.h"
@@ -23,7 +24,7 @@ static bool no_migrate;
 static const struct mu_opt opts[] = {
 	{ "db", "MUSTER_DATABASE_URL", MU_OPT_STR, "", "PostgreSQL URL (libpq URI or key=value)", &db_url },
 	{ "http-addr", "MUSTER_HTTP_ADDR", MU_OPT_STR, "127.0.0.1:8080", "REST listen address host:port", &http_addr },
-	{ "grpc-addr", "MUSTER_GRPC_ADDR", MU_OPT_STR, "127.0.0.1:9090", "gRPC listen address host:port (not served yet)", &grpc_addr },
+	{ "grpc-addr", "MUSTER_GRPC_ADDR", MU_OPT_STR, "127.0.0.1:9090", "gRPC listen address host:port (\"off\" = no gRPC)", &grpc_addr },
 	{ "admin-token", "MUSTER_ADMIN_TOKEN", MU_OPT_STR, "", "secret made a live admin token named bootstrap-admin at start", &admin_token },
 	{ "max-body", "MUSTER_MAX_BODY", MU_OPT_SIZE, "1m", "largest request body (413 above)", &max_body },
 	{ "max-batch-body", "MUSTER_MAX_BATCH_BODY", MU_OPT_SIZE, "64m", "largest body of POST /v1/jobs/batch", &max_batch_body },
@@ -68,6 +69,7 @@ int main(int argc, char **argv)
 {
 	struct mu_error err = { 0 };
 	struct rest_config cfg = { 0 };
+	struct api_grpc_config gcfg = { 0 };
 	struct store_pool *pool;
 	int ret;
 
@@ -95,7 +97,14 @@ int main(int argc, char **argv)
 	cfg.max_batch_body = (size_t)max_batch_body;
 	cfg.pool = pool;
 	cfg.db_url = db_url;
-	ret = rest_server_run(&cfg) < 0 ? 1 : 0;
+	gcfg.addr = grpc_addr;
+	gcfg.pool = pool;
+	gcfg.db_url = db_url;
+	if (api_grpc_start(&gcfg) < 0)
+		ret = 1;
+	else
+		ret = rest_server_run(&cfg) < 0 ? 1 : 0;
+	api_grpc_stop();
 	store_pool_free(pool);
 out:
 	mu_config_release(opts, NOPTS);

@@ -1,0 +1,419 @@
+/*
+ * grpc_admin.c - muster.v1.AdminService (tenants, quotas, priority classes,
+ * nodes, drain/resume) and grpc.health.v1.Health.
+ *
+ * Writes go through the REST admin codecs (the request becomes the JSON
+ * body REST takes), so names, ranges and errors are the REST ones; reads
+ * and writes call the same store functions with the same scope rules.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec_admin.h"
+#include "grpc/health/v1/health.pb-c.h"
+#include "grpc_internal.h"
+#include "muster/v1/admin.pb-c.h"
+#include "store_node.h"
+#include "store_pclass.h"
+#include "store_quota.h"
+#include "store_tenant.h"
+
+static void *A(struct gcall *c, size_t n)
+{
+	return mu_arena_alloc(&c->arena, n ? n : 1);
+}
+
+static int page_args(struct gcall *c, int32_t size, const char *token, int *limit, const char **cursor)
+{
+	*limit = size ? size : 100;
+	if (*limit < 1 || *limit > 1000)
+		return mu_error_set(&c->err, MU_ERANGE, "page_size", "must be 1..1000");
+	*cursor = token && token[0] ? token : NULL;
+	return 0;
+}
+
+static int name_arg(struct gcall *c, const char *name)
+{
+	if (!name || !codec_admin_valid_text(name, CODEC_ADMIN_NODE_MAX) || !name[0])
+		return mu_error_set(&c->err, MU_ENOTFOUND, "name", "no such object");
+	return 0;
+}
+
+/* ---- tenants ------------------------------------------------------------- */
+
+static Muster__V1__Tenant *tenant_proto(struct gcall *c, const struct store_tenant *t)
+{
+	Muster__V1__Tenant *p = A(c, sizeof(*p));
+
+	muster__v1__tenant__init(p);
+	p->name = gstr(c, t->name);
+	p->parent = gstr(c, t->parent);
+	p->path = gstr(c, t->path);
+	p->shares = t->shares;
+	p->description = gstr(c, t->description);
+	p->created_at = gstr(c, t->created_at);
+	return p;
+}
+
+static int tenants_list(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__ListTenantsRequest *r = (const void *)c->req;
+	Muster__V1__ListTenantsResponse *resp = A(c, sizeof(*resp));
+	struct store_tenant_page page = { 0 };
+	const char *cursor = NULL;
+	int limit = 100, ret;
+
+	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0)
+		return ret;
+	ret = store_tenant_list(db, &c->arena, gcall_scope(c), cursor, limit, &page, &c->err);
+	if (ret < 0)
+		return ret;
+	muster__v1__list_tenants_response__init(resp);
+	resp->tenants = A(c, page.n * sizeof(*resp->tenants));
+	for (size_t i = 0; i < page.n; i++)
+		resp->tenants[resp->n_tenants++] = tenant_proto(c, &page.items[i]);
+	resp->next_page_token = gstr(c, page.next_cursor);
+	c->resp = &resp->base;
+	return 0;
+}
+
+static int tenants_get(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__GetTenantRequest *r = (const void *)c->req;
+	struct store_tenant t;
+	int ret;
+
+	if ((ret = name_arg(c, r->name)) < 0)
+		return ret;
+	ret = store_tenant_get(db, &c->arena, gcall_scope(c), r->name, &t, &c->err);
+	if (ret < 0)
+		return ret;
+	c->resp = &tenant_proto(c, &t)->base;
+	return 0;
+}
+
+static int tenants_create(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__CreateTenantRequest *r = (const void *)c->req;
+	struct store_tenant_new in;
+	struct store_tenant t;
+	json_t *body = json_object(), *v;
+	int ret;
+
+	/* empty = absent, as in every muster.v1 request */
+	if ((v = json_string(r->name)))
+		json_object_set_new(body, "name", v);
+	if (r->parent && r->parent[0] && (v = json_string(r->parent)))
+		json_object_set_new(body, "parent", v);
+	if (r->shares)
+		json_object_set_new(body, "shares", json_integer(r->shares));
+	if (r->description && r->description[0] && (v = json_string(r->description)))
+		json_object_set_new(body, "description", v);
+	ret = codec_tenant_new_decode(body, &in, &c->err);
+	if (ret < 0)
+		goto out;
+	ret = store_tenant_create(db, &c->arena, &in, &t, &c->err);
+	if (ret < 0)
+		goto out;
+	c->resp = &tenant_proto(c, &t)->base;
+out:
+	json_decref(body);
+	return ret;
+}
+
+static int tenants_delete(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__DeleteTenantRequest *r = (const void *)c->req;
+	Muster__V1__Empty *resp = A(c, sizeof(*resp));
+	int ret;
+
+	if ((ret = name_arg(c, r->name)) < 0)
+		return ret;
+	ret = store_tenant_delete(db, r->name, &c->err);
+	if (ret < 0)
+		return ret;
+	muster__v1__empty__init(resp);
+	c->resp = &resp->base;
+	return 0;
+}
+
+/* ---- quotas, classes --------------------------------------------------- */
+
+static int quotas_list(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__ListQuotasRequest *r = (const void *)c->req;
+	Muster__V1__ListQuotasResponse *resp = A(c, sizeof(*resp));
+	struct store_quota_page page = { 0 };
+	const char *cursor = NULL;
+	int limit = 100, ret;
+
+	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0)
+		return ret;
+	ret = store_quota_list(db, &c->arena, gcall_scope(c), cursor, limit, &page, &c->err);
+	if (ret < 0)
+		return ret;
+	muster__v1__list_quotas_response__init(resp);
+	resp->quotas = A(c, page.n * sizeof(*resp->quotas));
+	for (size_t i = 0; i < page.n; i++) {
+		const struct store_quota *q = &page.items[i];
+		Muster__V1__Quota *p = A(c, sizeof(*p));
+
+		muster__v1__quota__init(p);
+		p->tenant = gstr(c, q->tenant);
+		p->gpu_model = gstr(c, q->gpu_model);
+		p->guaranteed_gpus = q->guaranteed_gpus;
+		p->max_gpus = q->max_gpus;
+		p->max_running_jobs = q->max_running_jobs;
+		p->max_pending_jobs = q->max_pending_jobs;
+		p->max_time_limit_s = q->max_time_limit;
+		resp->quotas[resp->n_quotas++] = p;
+	}
+	resp->next_page_token = gstr(c, page.next_cursor);
+	c->resp = &resp->base;
+	return 0;
+}
+
+static int pclasses_list(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__ListPriorityClassesRequest *r = (const void *)c->req;
+	Muster__V1__ListPriorityClassesResponse *resp = A(c, sizeof(*resp));
+	struct store_pclass_page page = { 0 };
+	const char *cursor = NULL;
+	int limit = 100, ret;
+
+	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0)
+		return ret;
+	ret = store_pclass_list(db, &c->arena, cursor, limit, &page, &c->err);
+	if (ret < 0)
+		return ret;
+	muster__v1__list_priority_classes_response__init(resp);
+	resp->classes = A(c, page.n * sizeof(*resp->classes));
+	for (size_t i = 0; i < page.n; i++) {
+		const struct store_pclass *q = &page.items[i];
+		Muster__V1__PriorityClass *p = A(c, sizeof(*p));
+
+		muster__v1__priority_class__init(p);
+		p->name = gstr(c, q->name);
+		p->priority = q->priority;
+		p->preemptible = q->preemptible;
+		p->default_time_limit_s = q->default_time_limit;
+		p->max_time_limit_s = q->max_time_limit < 0 ? 0 : q->max_time_limit;
+		p->grace_period_s = q->grace_period;
+		p->is_default = q->is_default;
+		p->description = gstr(c, q->description);
+		resp->classes[resp->n_classes++] = p;
+	}
+	resp->next_page_token = gstr(c, page.next_cursor);
+	c->resp = &resp->base;
+	return 0;
+}
+
+/* ---- nodes -------------------------------------------------------------- */
+
+static Muster__V1__Node *node_proto(struct gcall *c, const struct store_node *n)
+{
+	Muster__V1__Node *p = A(c, sizeof(*p));
+
+	muster__v1__node__init(p);
+	p->name = gstr(c, n->name);
+	p->address = gstr(c, n->address);
+	p->topology = gstr(c, n->topology);
+	p->gpu_model = gstr(c, n->gpu_model);
+	p->gpu_count = n->gpu_count;
+	p->state = gstr(c, n->state);
+	p->drain_reason = gstr(c, n->drain_reason);
+	p->labels_json = gstr(c, n->labels_json);
+	p->last_heartbeat = gstr(c, n->last_heartbeat);
+	p->agent_version = gstr(c, n->agent_version);
+	p->gpus = A(c, n->n_gpus * sizeof(*p->gpus));
+	for (size_t i = 0; i < n->n_gpus; i++) {
+		const struct store_gpu *g = &n->gpus[i];
+		Muster__V1__NodeGpu *pg = A(c, sizeof(*pg));
+
+		muster__v1__node_gpu__init(pg);
+		pg->index = (int32_t)g->index;
+		pg->uuid = gstr(c, g->uuid);
+		pg->model = gstr(c, g->model);
+		pg->memory_mb = g->memory_mb;
+		pg->healthy = g->healthy;
+		pg->health_reason = gstr(c, g->health_reason);
+		pg->allocated = g->allocated;
+		pg->utilization = g->utilization;
+		pg->temperature = g->temperature;
+		pg->memory_used_mb = g->memory_used_mb;
+		p->gpus[p->n_gpus++] = pg;
+	}
+	return p;
+}
+
+static int nodes_list(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__ListNodesRequest *r = (const void *)c->req;
+	Muster__V1__ListNodesResponse *resp = A(c, sizeof(*resp));
+	struct store_node_page page = { 0 };
+	const char *cursor = NULL;
+	int limit = 100, ret;
+
+	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0)
+		return ret;
+	ret = store_node_list(db, &c->arena, cursor, limit, &page, &c->err);
+	if (ret < 0)
+		return ret;
+	muster__v1__list_nodes_response__init(resp);
+	resp->nodes = A(c, page.n * sizeof(*resp->nodes));
+	for (size_t i = 0; i < page.n; i++)
+		resp->nodes[resp->n_nodes++] = node_proto(c, &page.items[i]);
+	resp->next_page_token = gstr(c, page.next_cursor);
+	c->resp = &resp->base;
+	return 0;
+}
+
+static int node_reply(PGconn *db, struct gcall *c, const char *name)
+{
+	struct store_node n;
+	int ret = store_node_get(db, &c->arena, name, &n, &c->err);
+
+	if (ret < 0)
+		return ret;
+	c->resp = &node_proto(c, &n)->base;
+	return 0;
+}
+
+static int nodes_get(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__GetNodeRequest *r = (const void *)c->req;
+	int ret;
+
+	if ((ret = name_arg(c, r->name)) < 0)
+		return ret;
+	/* agents may read their own node only, as over REST */
+	if (c->role == GR_AGENT && (!c->who.node || strcmp(c->who.node, r->name)))
+		return mu_error_set(&c->err, MU_ENOTFOUND, "name", "no such node");
+	return node_reply(db, c, r->name);
+}
+
+static int nodes_drain(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__DrainNodeRequest *r = (const void *)c->req;
+	const char *reason = NULL;
+	json_t *body = json_object(), *v;
+	int ret;
+
+	if ((ret = name_arg(c, r->name)) < 0)
+		goto out;
+	if (r->reason && r->reason[0]) {
+		if (!(v = json_string(r->reason))) {
+			ret = mu_error_set(&c->err, MU_EUTF8, "reason", "must be valid UTF-8");
+			goto out;
+		}
+		json_object_set_new(body, "reason", v);
+	}
+	ret = codec_drain_decode(body, &reason, &c->err);
+	if (ret < 0)
+		goto out;
+	ret = store_node_drain(db, r->name, true, reason ? reason : "", &c->err);
+	if (ret < 0)
+		goto out;
+	ret = node_reply(db, c, r->name);
+out:
+	json_decref(body);
+	return ret;
+}
+
+static int nodes_resume(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__ResumeNodeRequest *r = (const void *)c->req;
+	int ret;
+
+	if ((ret = name_arg(c, r->name)) < 0)
+		return ret;
+	ret = store_node_drain(db, r->name, false, NULL, &c->err);
+	if (ret < 0)
+		return ret;
+	return node_reply(db, c, r->name);
+}
+
+#define ADMIN(m, roles, req, fn) \
+	{ "/muster.v1.AdminService/" m, GK_UNARY, roles, &muster__v1__##req##__descriptor, fn, NULL }
+
+const struct gmethod grpc_admin_methods[] = {
+	ADMIN("ListTenants", GR_READERS, list_tenants_request, tenants_list),
+	ADMIN("GetTenant", GR_READERS, get_tenant_request, tenants_get),
+	ADMIN("CreateTenant", GR_ADMIN, create_tenant_request, tenants_create),
+	ADMIN("DeleteTenant", GR_ADMIN, delete_tenant_request, tenants_delete),
+	ADMIN("ListQuotas", GR_READERS, list_quotas_request, quotas_list),
+	ADMIN("ListPriorityClasses", GR_READERS, list_priority_classes_request, pclasses_list),
+	ADMIN("ListNodes", GR_READERS, list_nodes_request, nodes_list),
+	ADMIN("GetNode", GR_READERS | GR_AGENT, get_node_request, nodes_get),
+	ADMIN("DrainNode", GR_ADMIN, drain_node_request, nodes_drain),
+	ADMIN("ResumeNode", GR_ADMIN, resume_node_request, nodes_resume),
+	{ NULL, 0, 0, NULL, NULL, NULL },
+};
+
+/* ---- grpc.health.v1.Health --------------------------------------------- */
+
+static const char *const services[] = {
+	"", "muster.v1.JobService", "muster.v1.AdminService", "muster.v1.AgentService", NULL,
+};
+
+static bool known_service(const char *s)
+{
+	for (const char *const *k = services; *k; k++)
+		if (!strcmp(*k, s ? s : ""))
+			return true;
+	return false;
+}
+
+/* SERVING when the database answers: muster-api serves nothing without it. */
+static int health_status(PGconn *db)
+{
+	struct mu_error err = { 0 };
+
+	if (store_db_exec_simple(db, "SELECT 1", &err) < 0)
+		return GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
+	return GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+}
+
+static int health_check(PGconn *db, struct gcall *c)
+{
+	const Grpc__Health__V1__HealthCheckRequest *r = (const void *)c->req;
+	Grpc__Health__V1__HealthCheckResponse *resp = A(c, sizeof(*resp));
+
+	if (!known_service(r->service))
+		return mu_error_set(&c->err, MU_ENOTFOUND, "service", "unknown service");
+	grpc__health__v1__health_check_response__init(resp);
+	resp->status = health_status(db);
+	c->resp = &resp->base;
+	return 0;
+}
+
+/* Watch: the status now, then the stream stays open until the client leaves. */
+static int health_watch(PGconn *db, struct gcall *c)
+{
+	const Grpc__Health__V1__HealthCheckRequest *r = (const void *)c->req;
+	Grpc__Health__V1__HealthCheckResponse *resp = A(c, sizeof(*resp));
+
+	grpc__health__v1__health_check_response__init(resp);
+	resp->status = known_service(r->service) ? health_status(db)
+		: GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN;
+	c->resp = &resp->base;
+	return 0;
+}
+
+static void health_watch_start(struct gcall *c)
+{
+	gcall_stream_open(c);
+	gcall_stream_send(c, c->resp);
+	if (grpc_stopping())
+		gcall_stream_finish(c, MU_EUNAVAIL, "server shutting down");
+}
+
+const struct gmethod grpc_health_methods[] = {
+	{ "/grpc.health.v1.Health/Check", GK_UNARY, GR_PUBLIC,
+	  &grpc__health__v1__health_check_request__descriptor, health_check, NULL },
+	{ "/grpc.health.v1.Health/Watch", GK_SERVER_STREAM, GR_PUBLIC,
+	  &grpc__health__v1__health_check_request__descriptor, health_watch, health_watch_start },
+	{ NULL, 0, 0, NULL, NULL, NULL },
+};

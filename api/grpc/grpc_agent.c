@@ -1,0 +1,1056 @@
+/*
+ * grpc_agent.c - muster.v1.AgentService.Connect: one bidirectional stream
+ * per node agent (protocol in api/proto/muster/v1/agent.proto).
+ *
+ * Up: Register (pool worker: auth, node check, store_node_register), then
+ * Heartbeats and RunStatus, parsed on the CQ thread and handed to the agent
+ * thread:
+ *   - heartbeats are buffered and flushed every HB_FLUSH_MS in ONE statement
+ *     for all nodes (last_heartbeat, up, per-GPU figures), so 1,000 agents at
+ *     1/s cost ~4 statements a second;
+ *   - a fatal XID or a fabric link down marks the GPU unhealthy / drains the
+ *     node (event + NOTIFY muster_sched 'node:<name>');
+ *   - RunStatus is applied in arrival order (run_node_status, runs state,
+ *     event, NOTIFY muster_sched 'run:<id>').
+ * Down: the agent thread sends each stream the full DesiredState of its
+ * node whenever it changes: on NOTIFY muster_agents '<node>' (the
+ * scheduler), muster_sched 'node:<name>' (drain/resume), after RunStatus,
+ * and every resync period (a missed notification costs at most that).
+ * Unchanged states are not resent.
+ */
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "codec_admin.h"
+#include "grpc_internal.h"
+#include "log.h"
+#include "muster/v1/agent.pb-c.h"
+#include "store_node.h"
+
+#define HB_FLUSH_MS 250
+#define MAX_GPUS 64
+
+struct kv_entry {
+	ProtobufCMessage base;
+	char *key;
+	char *value;
+};
+
+struct agent {
+	struct gcall *c;
+	int64_t node_id;
+	char *node;
+	int hb_timeout;
+	bool dirty;             /* desired state to recompute */
+	bool have_hash;
+	uint64_t hash;          /* of the last DesiredState sent (generation 0) */
+	int64_t generation;
+	char down_links[8][32]; /* fabric links reported down (one drain each) */
+	int ndown;
+	struct agent *next;
+};
+
+struct hb_gpu {
+	int64_t node_id;
+	int32_t idx;
+	int64_t mem_used;
+	int32_t util, temp;
+	int64_t ecc;
+	int32_t xid;            /* last XID in this heartbeat, 0 = none */
+};
+
+struct fault {
+	int64_t node_id;
+	char node[256];
+	int32_t gpu;            /* -1 for a link */
+	int32_t xid;
+	char reason[128];
+	struct fault *next;
+};
+
+struct rstatus {
+	int64_t node_id;
+	int64_t run_id;
+	int phase;
+	int32_t exit_code, exit_signal;
+	char *log_path, *message;
+	struct rstatus *next;
+};
+
+static struct {
+	pthread_mutex_t mu;
+	struct agent *list;
+	pthread_t thread;
+	int wake;
+	bool running;
+	int resync_ms;
+	int64_t *hb_nodes;
+	size_t n_hb_nodes, cap_hb_nodes;
+	struct hb_gpu *hb;
+	size_t n_hb, cap_hb;
+	uint64_t hb_received, hb_flushed;
+	struct fault *faults;
+	struct rstatus *rs_head, *rs_tail;
+} G = { .mu = PTHREAD_MUTEX_INITIALIZER, .wake = -1 };
+
+/* XIDs that mean the GPU (or its NVLink) needs a reset: the node drains. */
+static const int fatal_xids[] = { 48, 63, 64, 74, 79, 94, 95, 119 };
+
+static bool fatal_xid(int x)
+{
+	for (size_t i = 0; i < sizeof(fatal_xids) / sizeof(fatal_xids[0]); i++)
+		if (fatal_xids[i] == x)
+			return true;
+	return false;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void wake_agent_thread(void)
+{
+	uint64_t one = 1;
+
+	if (G.wake >= 0 && write(G.wake, &one, sizeof(one)) < 0)
+		mu_debug("grpc agent wake failed");
+}
+
+/* ---- Register (pool worker) -------------------------------------------- */
+
+static void agent_free(struct gcall *c)
+{
+	struct agent *a = c->stream;
+
+	if (!a)
+		return;
+	mu_free(a->node);
+	mu_free(a);
+	c->stream = NULL;
+}
+
+static int connect_run(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__AgentMessage *m = (const void *)c->req;
+	const Muster__V1__Register *r;
+	struct store_node_reg reg = { 0 };
+	struct store_gpu_reg *gpus;
+	struct agent *a;
+	json_t *labels;
+	char *labels_txt, hbt[32];
+	int64_t node_id = 0;
+	int ret;
+
+	if (m->msg_case != MUSTER__V1__AGENT_MESSAGE__MSG_REGISTER)
+		return mu_error_set(&c->err, MU_EINVAL, "register", "the first message must be Register");
+	r = m->register_;
+	if (!r->node_name || !r->node_name[0] || !codec_admin_valid_text(r->node_name, CODEC_ADMIN_NODE_MAX))
+		return mu_error_set(&c->err, MU_EINVAL, "register.node_name", "required (1..253 characters)");
+	if (!c->who.node || strcmp(c->who.node, r->node_name))
+		return mu_error_set(&c->err, MU_EFORBIDDEN, "register.node_name",
+				    "this token speaks for node %.100s only", c->who.node ? c->who.node : "(none)");
+	if (r->n_gpus > MAX_GPUS)
+		return mu_error_set(&c->err, MU_ERANGE, "register.gpus", "at most %d GPUs", MAX_GPUS);
+	gpus = mu_arena_alloc(&c->arena, (r->n_gpus + 1) * sizeof(*gpus));
+	for (size_t i = 0; i < r->n_gpus; i++) {
+		const Muster__V1__GpuInfo *g = r->gpus[i];
+
+		if (g->index < 0 || g->index >= MAX_GPUS)
+			return mu_error_set(&c->err, MU_ERANGE, "register.gpus.index", "must be 0..%d", MAX_GPUS - 1);
+		for (size_t k = 0; k < i; k++)
+			if (gpus[k].index == g->index)
+				return mu_error_set(&c->err, MU_EINVAL, "register.gpus.index", "duplicate index %d",
+						    g->index);
+		if (!codec_admin_valid_text(g->uuid, 128) || !codec_admin_valid_text(g->model, 64))
+			return mu_error_set(&c->err, MU_EINVAL, "register.gpus", "uuid/model too long or not UTF-8");
+		gpus[i].index = g->index;
+		gpus[i].uuid = g->uuid;
+		gpus[i].model = g->model;
+		gpus[i].memory_mb = g->memory_mb;
+		gpus[i].healthy = true;
+		gpus[i].health_reason = "";
+	}
+	if (!codec_admin_valid_text(r->address, 255) || !codec_admin_valid_text(r->topology, 255) ||
+	    !codec_admin_valid_text(r->agent_version, 128))
+		return mu_error_set(&c->err, MU_EINVAL, "register", "address/topology/agent_version too long or not UTF-8");
+	labels = json_object();
+	for (size_t i = 0; i < r->n_labels; i++) {
+		json_t *v = json_string(r->labels[i]->value);
+
+		if (!v || !codec_admin_valid_text(r->labels[i]->key, 64)) {
+			json_decref(v);
+			json_decref(labels);
+			return mu_error_set(&c->err, MU_EINVAL, "register.labels", "keys and values must be UTF-8");
+		}
+		json_object_set_new(labels, r->labels[i]->key, v);
+	}
+	labels_txt = json_dumps(labels, JSON_COMPACT);
+	json_decref(labels);
+	reg.name = r->node_name;
+	reg.address = r->address;
+	reg.topology = r->topology;
+	reg.gpu_model = r->n_gpus ? r->gpus[0]->model : "";
+	reg.labels_json = labels_txt;
+	reg.agent_version = r->agent_version;
+	reg.gpus = gpus;
+	reg.n_gpus = r->n_gpus;
+	ret = store_node_register(db, &reg, &node_id, &c->err);
+	free(labels_txt);
+	if (ret < 0)
+		return ret;
+	a = mu_calloc(1, sizeof(*a));
+	a->c = c;
+	a->node_id = node_id;
+	a->node = mu_strdup(r->node_name);
+	a->hb_timeout = 30;
+	if (store_db_query_text(db, "SELECT value::text FROM settings WHERE key = 'heartbeat_timeout'", 0,
+				NULL, hbt, sizeof(hbt), NULL) == 0 && atoi(hbt) > 0)
+		a->hb_timeout = atoi(hbt);
+	c->stream = a;
+	c->stream_free = agent_free;
+	mu_info("node=%s agent registered (%zu GPUs, stream from %s)", a->node, r->n_gpus,
+		c->peer ? c->peer : "?");
+	return 0;
+}
+
+/* ---- the stream (CQ thread) --------------------------------------------- */
+
+static void agent_closed(struct gcall *c)
+{
+	struct agent **p, *a = NULL;
+
+	pthread_mutex_lock(&G.mu);
+	for (p = &G.list; *p; p = &(*p)->next) {
+		if ((*p)->c == c) {
+			a = *p;
+			*p = a->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&G.mu);
+	if (a) {
+		mu_info("node=%s agent stream closed", a->node);
+		gcall_unref(c); /* the list's */
+	}
+}
+
+static void on_heartbeat(struct agent *a, const Muster__V1__Heartbeat *h)
+{
+	struct fault *faults = NULL;
+
+	pthread_mutex_lock(&G.mu);
+	G.hb_received++;
+	G.hb_nodes = mu_grow(G.hb_nodes, &G.cap_hb_nodes, G.n_hb_nodes + 1, sizeof(*G.hb_nodes));
+	G.hb_nodes[G.n_hb_nodes++] = a->node_id;
+	for (size_t i = 0; i < h->n_gpus && i < MAX_GPUS; i++) {
+		const Muster__V1__GpuHealth *g = h->gpus[i];
+		struct hb_gpu *e;
+
+		G.hb = mu_grow(G.hb, &G.cap_hb, G.n_hb + 1, sizeof(*G.hb));
+		e = &G.hb[G.n_hb++];
+		e->node_id = a->node_id;
+		e->idx = g->index;
+		e->mem_used = g->memory_used_mb;
+		e->util = g->utilization;
+		e->temp = g->temperature;
+		e->ecc = g->ecc_errors;
+		e->xid = g->n_xids ? g->xids[g->n_xids - 1] : 0;
+		for (size_t k = 0; k < g->n_xids; k++) {
+			struct fault *f;
+
+			if (!fatal_xid(g->xids[k]))
+				continue;
+			f = mu_calloc(1, sizeof(*f));
+			f->node_id = a->node_id;
+			snprintf(f->node, sizeof(f->node), "%s", a->node);
+			f->gpu = g->index;
+			f->xid = g->xids[k];
+			snprintf(f->reason, sizeof(f->reason), "GPU %d reported XID %d", g->index, g->xids[k]);
+			f->next = faults;
+			faults = f;
+		}
+	}
+	for (size_t i = 0; i < h->n_links; i++) {
+		const Muster__V1__LinkState *l = h->links[i];
+		bool known = false;
+		int k;
+
+		if (!l->iface)
+			continue;
+		for (k = 0; k < a->ndown; k++)
+			if (!strncmp(a->down_links[k], l->iface, sizeof(a->down_links[k]) - 1))
+				known = true;
+		if (l->up) {
+			/* forget it: a later down drains again (the operator resumes) */
+			for (k = 0; k < a->ndown; k++)
+				if (!strncmp(a->down_links[k], l->iface, sizeof(a->down_links[k]) - 1))
+					a->down_links[k][0] = '\0';
+			continue;
+		}
+		if (known)
+			continue;
+		for (k = 0; k < a->ndown && a->down_links[k][0]; k++)
+			;
+		if (k == a->ndown && a->ndown < 8)
+			a->ndown++;
+		if (k < 8)
+			snprintf(a->down_links[k], sizeof(a->down_links[k]), "%s", l->iface);
+		struct fault *f = mu_calloc(1, sizeof(*f));
+
+		f->node_id = a->node_id;
+		snprintf(f->node, sizeof(f->node), "%s", a->node);
+		f->gpu = -1;
+		snprintf(f->reason, sizeof(f->reason), "fabric link %.64s down", l->iface);
+		f->next = faults;
+		faults = f;
+	}
+	if (faults) {
+		struct fault *last = faults;
+
+		while (last->next)
+			last = last->next;
+		last->next = G.faults;
+		G.faults = faults;
+	}
+	pthread_mutex_unlock(&G.mu);
+	if (faults)
+		wake_agent_thread();
+}
+
+static void on_run_status(struct agent *a, const Muster__V1__RunStatus *s)
+{
+	struct rstatus *r = mu_calloc(1, sizeof(*r));
+
+	r->node_id = a->node_id;
+	r->run_id = s->run_id;
+	r->phase = s->phase;
+	r->exit_code = s->exit_code;
+	r->exit_signal = s->exit_signal;
+	r->log_path = mu_strdup(s->log_path ? s->log_path : "");
+	r->message = mu_strdup(s->message ? s->message : "");
+	pthread_mutex_lock(&G.mu);
+	if (G.rs_tail)
+		G.rs_tail->next = r;
+	else
+		G.rs_head = r;
+	G.rs_tail = r;
+	pthread_mutex_unlock(&G.mu);
+	wake_agent_thread();
+}
+
+static void agent_on_msg(struct gcall *c, grpc_byte_buffer *buf)
+{
+	struct agent *a = c->stream;
+	Muster__V1__AgentMessage *m;
+
+	if (!buf) {
+		/* half-close (the agent is leaving) or the stream broke */
+		gcall_stream_finish(c, 0, NULL);
+		return;
+	}
+	m = (Muster__V1__AgentMessage *)gcall_unpack(buf, &muster__v1__agent_message__descriptor);
+	grpc_byte_buffer_destroy(buf);
+	if (!m) {
+		gcall_stream_finish(c, MU_EINVAL, "not a valid muster.v1.AgentMessage");
+		return;
+	}
+	switch (m->msg_case) {
+	case MUSTER__V1__AGENT_MESSAGE__MSG_HEARTBEAT:
+		on_heartbeat(a, m->heartbeat);
+		break;
+	case MUSTER__V1__AGENT_MESSAGE__MSG_RUN_STATUS:
+		if (m->run_status->run_id < 1 || m->run_status->phase < 1 || m->run_status->phase > 3) {
+			protobuf_c_message_free_unpacked(&m->base, NULL);
+			gcall_stream_finish(c, MU_EINVAL, "run_status: run_id and phase are required");
+			return;
+		}
+		on_run_status(a, m->run_status);
+		break;
+	case MUSTER__V1__AGENT_MESSAGE__MSG_REGISTER:
+		protobuf_c_message_free_unpacked(&m->base, NULL);
+		gcall_stream_finish(c, MU_EINVAL, "Register only once per stream");
+		return;
+	default:
+		break; /* empty message: ignore */
+	}
+	protobuf_c_message_free_unpacked(&m->base, NULL);
+	gcall_stream_recv(c, agent_on_msg);
+}
+
+/* Pool worker, after connect_run succeeded: ack, list, first desired state. */
+static void connect_start(struct gcall *c)
+{
+	struct agent *a = c->stream;
+	Muster__V1__ServerMessage sm = MUSTER__V1__SERVER_MESSAGE__INIT;
+	Muster__V1__RegisterAck ack = MUSTER__V1__REGISTER_ACK__INIT;
+
+	c->on_closed = agent_closed;
+	gcall_stream_open(c);
+	ack.node_id = a->node_id;
+	ack.heartbeat_timeout_s = a->hb_timeout;
+	sm.msg_case = MUSTER__V1__SERVER_MESSAGE__MSG_ACK;
+	sm.ack = &ack;
+	gcall_stream_send(c, &sm.base);
+	a->dirty = true;
+	gcall_ref(c); /* the list's */
+	pthread_mutex_lock(&G.mu);
+	a->next = G.list;
+	G.list = a;
+	pthread_mutex_unlock(&G.mu);
+	if (grpc_stopping())
+		gcall_stream_finish(c, MU_EUNAVAIL, "server shutting down");
+	wake_agent_thread();
+	gcall_stream_recv(c, agent_on_msg);
+}
+
+/* ---- the agent thread: heartbeats, faults, run status ------------------- */
+
+static void add_i64(struct mu_buf *b, int64_t v)
+{
+	if (b->len > 1)
+		mu_buf_addc(b, ',');
+	mu_buf_add_int(b, v);
+}
+
+static void flush_heartbeats(PGconn *db)
+{
+	static const char sql[] =
+		"WITH o AS (SELECT id, up AS was_up FROM nodes WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE),"
+		" hb AS (UPDATE nodes n SET last_heartbeat = now(), up = true FROM o WHERE n.id = o.id"
+		"        RETURNING n.id, n.name, o.was_up),"
+		" back AS (SELECT id, name FROM hb WHERE NOT was_up),"
+		" ev AS (INSERT INTO events (kind, node_id, reason) SELECT 'node.up', id, 'heartbeat' FROM back),"
+		" g AS (UPDATE gpus g SET memory_used_mb = u.m, utilization = u.ut, temperature = u.t,"
+		"        ecc_errors = u.e, last_xid = coalesce(nullif(u.x, 0), g.last_xid), updated_at = now()"
+		"        FROM unnest($2::bigint[], $3::int[], $4::bigint[], $5::int[], $6::int[], $7::bigint[], $8::int[])"
+		"             AS u(node_id, idx, m, ut, t, e, x)"
+		"        WHERE g.node_id = u.node_id AND g.idx = u.idx)"
+		" SELECT pg_notify('muster_sched', 'node:' || name) FROM back";
+	struct mu_buf b[8];
+	const char *params[8];
+	struct mu_error err = { 0 };
+	int64_t *nodes;
+	struct hb_gpu *hb;
+	size_t nn, nh;
+
+	pthread_mutex_lock(&G.mu);
+	nodes = G.hb_nodes;
+	nn = G.n_hb_nodes;
+	hb = G.hb;
+	nh = G.n_hb;
+	G.hb_nodes = NULL;
+	G.n_hb_nodes = G.cap_hb_nodes = 0;
+	G.hb = NULL;
+	G.n_hb = G.cap_hb = 0;
+	pthread_mutex_unlock(&G.mu);
+	if (!nn)
+		goto out;
+	for (int i = 0; i < 8; i++) {
+		mu_buf_init(&b[i]);
+		mu_buf_addc(&b[i], '{');
+	}
+	for (size_t i = 0; i < nn; i++)
+		add_i64(&b[0], nodes[i]);
+	for (size_t i = 0; i < nh; i++) {
+		add_i64(&b[1], hb[i].node_id);
+		add_i64(&b[2], hb[i].idx);
+		add_i64(&b[3], hb[i].mem_used);
+		add_i64(&b[4], hb[i].util);
+		add_i64(&b[5], hb[i].temp);
+		add_i64(&b[6], hb[i].ecc);
+		add_i64(&b[7], hb[i].xid);
+	}
+	for (int i = 0; i < 8; i++) {
+		mu_buf_addc(&b[i], '}');
+		params[i] = b[i].p;
+	}
+	if (store_db_exec(db, sql, 8, params, NULL, &err) < 0)
+		mu_warn("grpc heartbeats=%zu flush failed: %s", nn, err.msg);
+	else
+		G.hb_flushed += nn;
+	for (int i = 0; i < 8; i++)
+		mu_buf_release(&b[i]);
+out:
+	mu_free(nodes);
+	mu_free(hb);
+}
+
+static void apply_fault(PGconn *db, const struct fault *f)
+{
+	struct mu_error err = { 0 };
+	char node_id[24], gpu[16], xid[16], drained[8] = "";
+	const char *p[4] = { node_id, gpu, f->reason, xid };
+	const char *pn[1] = { node_id };
+	int ret;
+
+	snprintf(node_id, sizeof(node_id), "%lld", (long long)f->node_id);
+	snprintf(gpu, sizeof(gpu), "%d", f->gpu);
+	snprintf(xid, sizeof(xid), "%d", f->xid);
+	mu_warn("node=%s %s: GPU unhealthy / node drained", f->node, f->reason);
+	if (f->gpu >= 0) {
+		ret = store_db_exec(db,
+				    "WITH g AS (UPDATE gpus SET healthy = false, health_reason = $3, last_xid = $4::int,"
+				    "  updated_at = now() WHERE node_id = $1::bigint AND idx = $2::int RETURNING idx)"
+				    " INSERT INTO events (kind, node_id, reason, data)"
+				    " SELECT 'gpu.unhealthy', $1::bigint, $3, jsonb_build_object('gpu', $2::int, 'xid', $4::int)"
+				    " FROM g",
+				    4, p, NULL, &err);
+	} else {
+		ret = store_db_exec(db,
+				    "INSERT INTO events (kind, node_id, reason) VALUES ('node.link_down', $1::bigint, $3)",
+				    3, (const char *[]){ node_id, gpu, f->reason }, NULL, &err);
+	}
+	if (ret < 0)
+		mu_warn("node=%s fault not recorded: %s", f->node, err.msg);
+	ret = store_db_query_text(db, "SELECT drain::text FROM nodes WHERE id = $1::bigint", 1, pn, drained,
+				  sizeof(drained), &err);
+	if (ret == 0 && strcmp(drained, "true"))
+		ret = store_node_drain(db, f->node, true, f->reason, &err);
+	else if (ret == 0)
+		ret = store_db_exec(db, "SELECT pg_notify('muster_sched', 'node:' || name) FROM nodes WHERE id = $1::bigint",
+				    1, pn, NULL, &err);
+	if (ret < 0)
+		mu_warn("node=%s drain failed: %s", f->node, err.msg);
+}
+
+static const char *const phase_names[] = { "", "RUNNING", "EXITED", "FAILED_TO_START" };
+
+struct rs_tx {
+	const struct rstatus *s;
+	bool changed;       /* desired states of the run's nodes may change */
+};
+
+static int run_status_tx(PGconn *db, void *arg, struct mu_error *err)
+{
+	struct rs_tx *t = arg;
+	const struct rstatus *s = t->s;
+	char run[24], node[24], ec[16], sig[16];
+	const char *p[7] = { run, node, phase_names[s->phase], ec, sig, s->log_path, s->message };
+	PGresult *res = NULL;
+	bool live, ended, stopping, failed, all_exited;
+	int ret;
+
+	snprintf(run, sizeof(run), "%lld", (long long)s->run_id);
+	snprintf(node, sizeof(node), "%lld", (long long)s->node_id);
+	snprintf(ec, sizeof(ec), "%d", s->exit_code);
+	snprintf(sig, sizeof(sig), "%d", s->exit_signal);
+	ret = store_db_exec(db,
+			    "SELECT r.live, r.ended_at IS NOT NULL, r.state = 'STOPPING' OR r.stop_requested_at IS NOT NULL"
+			    " FROM runs r WHERE r.id = $1::bigint"
+			    " AND EXISTS (SELECT 1 FROM run_allocations a WHERE a.run_id = r.id AND a.node_id = $2::bigint)"
+			    " FOR UPDATE OF r",
+			    2, p, &res, err);
+	if (ret < 0)
+		return ret;
+	if (store_db_nrows(res) != 1) {
+		store_db_clear(res);
+		mu_info("run=%s node_id=%s status for a run not on this node: ignored", run, node);
+		return 0;
+	}
+	live = store_db_get_bool(res, 0, 0);
+	ended = store_db_get_bool(res, 0, 1);
+	stopping = store_db_get_bool(res, 0, 2);
+	store_db_clear(res);
+	/* never downgrade a part that has exited */
+	ret = store_db_exec(db,
+			    "INSERT INTO run_node_status AS s (run_id, node_id, phase, exit_code, exit_signal, log_path, message)"
+			    " VALUES ($1::bigint, $2::bigint, $3::text, CASE WHEN $3::text = 'RUNNING' THEN NULL ELSE $4::int END,"
+			    "         nullif($5::int, 0), $6::text, $7::text)"
+			    " ON CONFLICT (run_id, node_id) DO UPDATE SET phase = EXCLUDED.phase, exit_code = EXCLUDED.exit_code,"
+			    "   exit_signal = EXCLUDED.exit_signal, log_path = EXCLUDED.log_path, message = EXCLUDED.message,"
+			    "   updated_at = now()"
+			    " WHERE s.phase = 'RUNNING'",
+			    7, p, NULL, err);
+	if (ret < 0)
+		return ret;
+	ret = store_db_exec(db,
+			    "INSERT INTO events (kind, tenant_id, job_id, run_id, node_id, reason, data)"
+			    " SELECT 'run.node_' || lower($3::text), j.tenant_id, j.id, r.id, $2::bigint, $7::text,"
+			    "   jsonb_build_object('node', (SELECT name FROM nodes WHERE id = $2::bigint), 'exit_code',"
+			    "     CASE WHEN $3::text = 'RUNNING' THEN NULL ELSE $4::int END, 'exit_signal', nullif($5::int, 0),"
+			    "     'log_path', $6::text)"
+			    " FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.id = $1::bigint",
+			    7, p, NULL, err);
+	if (ret < 0)
+		return ret;
+	if (!live || ended)
+		return 0;
+	if (s->phase == 1) {
+		ret = store_db_exec(db,
+				    "WITH u AS (UPDATE runs SET state = 'RUNNING', started_at = coalesce(started_at, now())"
+				    "  WHERE id = $1::bigint AND state = 'STARTING' RETURNING id, job_id)"
+				    " INSERT INTO events (kind, tenant_id, job_id, run_id, reason)"
+				    " SELECT 'run.running', j.tenant_id, j.id, u.id, '' FROM u JOIN jobs j ON j.id = u.job_id",
+				    1, p, NULL, err);
+		goto notify;
+	}
+	failed = s->phase == 3 || s->exit_code != 0 || s->exit_signal != 0;
+	ret = store_db_exec(db,
+			    "SELECT (SELECT count(*) FROM run_node_status WHERE run_id = $1::bigint"
+			    "        AND phase IN ('EXITED', 'FAILED_TO_START'))"
+			    "    >= (SELECT count(DISTINCT node_id) FROM run_allocations WHERE run_id = $1::bigint)",
+			    1, p, &res, err);
+	if (ret < 0)
+		return ret;
+	all_exited = store_db_get_bool(res, 0, 0);
+	store_db_clear(res);
+	if (stopping) {
+		/* every part confirmed the stop: the scheduler finishes the run */
+		if (all_exited)
+			ret = store_db_exec(db,
+					    "UPDATE runs SET ended_at = now(), exit_code = coalesce(exit_code, $4::int),"
+					    " exit_signal = coalesce(exit_signal, nullif($5::int, 0))"
+					    " WHERE id = $1::bigint AND $2::bigint > 0 AND $3::text <> ''",
+					    5, p, NULL, err);
+	} else if (failed) {
+		/* one part failed: the run failed; the other parts leave their desired state */
+		ret = store_db_exec(db,
+				    "UPDATE runs SET ended_at = now(), state = 'FAILED', exit_code = $4::int,"
+				    " exit_signal = nullif($5::int, 0), started_at = coalesce(started_at, now())"
+				    " WHERE id = $1::bigint AND $2::bigint > 0 AND $3::text <> ''",
+				    5, p, NULL, err);
+		t->changed = true;
+	} else if (all_exited) {
+		ret = store_db_exec(db,
+				    "UPDATE runs SET ended_at = now(), state = 'COMPLETED', exit_code = 0,"
+				    " started_at = coalesce(started_at, now()) WHERE id = $1::bigint",
+				    1, p, NULL, err);
+	}
+	if (ret < 0)
+		return ret;
+notify:
+	if (ret < 0)
+		return ret;
+	if (t->changed)
+		ret = store_db_exec(db,
+				    "SELECT pg_notify('muster_agents', n.name) FROM nodes n WHERE n.id IN"
+				    " (SELECT node_id FROM run_allocations WHERE run_id = $1::bigint)",
+				    1, p, NULL, err);
+	if (ret == 0)
+		ret = store_db_exec(db, "SELECT pg_notify('muster_sched', 'run:' || $1::text)", 1, p, NULL, err);
+	return ret;
+}
+
+static void mark_dirty(int64_t node_id, const char *name)
+{
+	pthread_mutex_lock(&G.mu);
+	for (struct agent *a = G.list; a; a = a->next)
+		if ((node_id && a->node_id == node_id) || (name && !strcmp(a->node, name)) || (!node_id && !name))
+			a->dirty = true;
+	pthread_mutex_unlock(&G.mu);
+}
+
+/* ---- desired state ------------------------------------------------------ */
+
+static uint64_t fnv64(const uint8_t *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+static char *S(struct mu_arena *m, const char *s)
+{
+	return mu_arena_strdup(m, s ? s : "");
+}
+
+static void *A(struct mu_arena *m, size_t n)
+{
+	return mu_arena_alloc(m, n ? n : 1);
+}
+
+/* Fills r's command/env/gang from the JSON columns. */
+static void desired_json(struct mu_arena *m, Muster__V1__DesiredRun *r, const char *cmd, const char *env,
+			 const char *gang)
+{
+	json_t *v = json_loads(cmd, JSON_DECODE_ANY, NULL), *x;
+	const char *k;
+	size_t i;
+
+	if (json_is_array(v)) {
+		r->command = A(m, json_array_size(v) * sizeof(char *));
+		json_array_foreach(v, i, x)
+			r->command[r->n_command++] = S(m, json_string_value(x));
+	}
+	json_decref(v);
+	v = json_loads(env, JSON_DECODE_ANY, NULL);
+	if (json_is_object(v)) {
+		r->env = A(m, json_object_size(v) * sizeof(*r->env));
+		json_object_foreach(v, k, x) {
+			Muster__V1__DesiredRun__EnvEntry *e = A(m, sizeof(*e));
+
+			muster__v1__desired_run__env_entry__init(e);
+			e->key = S(m, k);
+			e->value = S(m, json_string_value(x));
+			r->env[r->n_env++] = e;
+		}
+	}
+	json_decref(v);
+	v = json_loads(gang, JSON_DECODE_ANY, NULL);
+	if (json_is_array(v)) {
+		r->nodes = A(m, json_array_size(v) * sizeof(*r->nodes));
+		json_array_foreach(v, i, x) {
+			Muster__V1__GangNode *gn = A(m, sizeof(*gn));
+
+			muster__v1__gang_node__init(gn);
+			gn->rank = (int32_t)json_integer_value(json_object_get(x, "rank"));
+			gn->name = S(m, json_string_value(json_object_get(x, "name")));
+			gn->address = S(m, json_string_value(json_object_get(x, "address")));
+			gn->gpus = (int32_t)json_integer_value(json_object_get(x, "gpus"));
+			r->nodes[r->n_nodes++] = gn;
+		}
+	}
+	json_decref(v);
+}
+
+static void gpu_list(struct mu_arena *m, Muster__V1__DesiredRun *r, const char *arr)
+{
+	size_t n = 1;
+
+	for (const char *p = arr; *p; p++)
+		n += *p == ',';
+	r->gpu_indices = A(m, n * sizeof(int32_t));
+	for (const char *p = arr; *p;) {
+		char *end;
+		long v;
+
+		if (*p < '0' || *p > '9') {
+			p++;
+			continue;
+		}
+		v = strtol(p, &end, 10);
+		r->gpu_indices[r->n_gpu_indices++] = (int32_t)v;
+		p = end;
+	}
+}
+
+struct snap {
+	struct agent *a;
+	struct gcall *c;
+	int64_t node_id;
+	Muster__V1__DesiredState ds;
+	size_t cap;
+};
+
+static void push_desired(PGconn *db, struct snap *sn, size_t n)
+{
+	static const char runs_sql[] =
+		"SELECT a.node_id, r.id, r.job_id, r.attempt, j.name, t.name, j.user_name, j.command::text,"
+		" j.env::text, j.workdir, j.procs_per_node, min(a.node_rank),"
+		" coalesce(array_agg(a.gpu_index ORDER BY a.gpu_index) FILTER (WHERE a.gpu_index >= 0), '{}')::text,"
+		" r.master_addr, r.master_port, r.time_limit,"
+		" r.state = 'STOPPING' OR r.stop_requested_at IS NOT NULL, r.stop_reason, r.grace_period,"
+		" r.gpus_per_node,"
+		" (SELECT coalesce(json_agg(json_build_object('rank', x.rk, 'name', nd.name, 'address', nd.address,"
+		"     'gpus', x.g) ORDER BY x.rk), '[]')"
+		"    FROM (SELECT node_id, min(node_rank) AS rk, count(*) FILTER (WHERE gpu_index >= 0) AS g"
+		"          FROM run_allocations WHERE run_id = r.id GROUP BY node_id) x"
+		"    JOIN nodes nd ON nd.id = x.node_id)::text"
+		" FROM run_allocations a JOIN runs r ON r.id = a.run_id JOIN jobs j ON j.id = r.job_id"
+		" JOIN tenants t ON t.id = j.tenant_id"
+		" WHERE a.live AND r.live AND r.ended_at IS NULL AND a.node_id = ANY($1::bigint[])"
+		"   AND NOT EXISTS (SELECT 1 FROM run_node_status s WHERE s.run_id = r.id AND s.node_id = a.node_id"
+		"                   AND s.phase <> 'RUNNING')"
+		" GROUP BY a.node_id, r.id, j.id, t.name ORDER BY a.node_id, r.id";
+	struct mu_buf ids = MU_BUF_INIT;
+	struct mu_error err = { 0 };
+	struct mu_arena m;
+	PGresult *res = NULL, *nres = NULL;
+	const char *params[1];
+	int rows;
+
+	mu_arena_init(&m, 0);
+	mu_buf_addc(&ids, '{');
+	for (size_t i = 0; i < n; i++) {
+		add_i64(&ids, sn[i].node_id);
+		muster__v1__desired_state__init(&sn[i].ds);
+	}
+	mu_buf_addc(&ids, '}');
+	params[0] = ids.p;
+	if (store_db_exec(db, runs_sql, 1, params, &res, &err) < 0 ||
+	    store_db_exec(db, "SELECT id, drain, drain_reason FROM nodes WHERE id = ANY($1::bigint[])", 1, params,
+			  &nres, &err) < 0) {
+		mu_warn("grpc desired state query failed: %s", err.msg);
+		mark_dirty(0, NULL); /* retry next round */
+		goto out;
+	}
+	rows = store_db_nrows(res);
+	for (int i = 0; i < rows; i++) {
+		int64_t node_id = store_db_get_int64(res, i, 0);
+		Muster__V1__DesiredRun *r = A(&m, sizeof(*r));
+
+		muster__v1__desired_run__init(r);
+		r->run_id = store_db_get_int64(res, i, 1);
+		r->job_id = store_db_get_int64(res, i, 2);
+		r->attempt = (int32_t)store_db_get_int64(res, i, 3);
+		r->job_name = S(&m, store_db_get(res, i, 4));
+		r->tenant = S(&m, store_db_get(res, i, 5));
+		r->user = S(&m, store_db_get(res, i, 6));
+		r->workdir = S(&m, store_db_get(res, i, 9));
+		r->procs_per_node = (int32_t)store_db_get_int64(res, i, 10);
+		r->node_rank = (int32_t)store_db_get_int64(res, i, 11);
+		gpu_list(&m, r, store_db_get(res, i, 12));
+		r->master_addr = S(&m, store_db_get(res, i, 13));
+		r->master_port = (int32_t)store_db_get_int64(res, i, 14);
+		r->time_limit_s = store_db_get_int64(res, i, 15);
+		r->stop = store_db_get_bool(res, i, 16);
+		r->stop_reason = S(&m, store_db_get(res, i, 17));
+		r->grace_period_s = (int32_t)store_db_get_int64(res, i, 18);
+		r->gpus_per_node = (int32_t)store_db_get_int64(res, i, 19);
+		desired_json(&m, r, store_db_get(res, i, 7), store_db_get(res, i, 8), store_db_get(res, i, 20));
+		/* the launch contract needs a rendezvous even if the scheduler left it empty */
+		if (!r->master_addr[0] && r->n_nodes)
+			r->master_addr = r->nodes[0]->address;
+		if (!r->master_port)
+			r->master_port = 20000 + (int32_t)(r->run_id % 10000);
+		for (size_t k = 0; k < n; k++) {
+			Muster__V1__DesiredState *ds = &sn[k].ds;
+
+			if (sn[k].node_id != node_id)
+				continue;
+			ds->runs = mu_grow(ds->runs, &sn[k].cap, ds->n_runs + 1, sizeof(*ds->runs));
+			ds->runs[ds->n_runs++] = r;
+		}
+	}
+	rows = store_db_nrows(nres);
+	for (int i = 0; i < rows; i++) {
+		int64_t node_id = store_db_get_int64(nres, i, 0);
+
+		for (size_t k = 0; k < n; k++) {
+			if (sn[k].node_id != node_id)
+				continue;
+			sn[k].ds.drain = store_db_get_bool(nres, i, 1);
+			sn[k].ds.drain_reason = S(&m, store_db_get(nres, i, 2));
+		}
+	}
+	for (size_t k = 0; k < n; k++) {
+		Muster__V1__ServerMessage sm = MUSTER__V1__SERVER_MESSAGE__INIT;
+		size_t len = protobuf_c_message_get_packed_size(&sn[k].ds.base);
+		uint8_t *buf = mu_malloc(len ? len : 1);
+		uint64_t h;
+		bool send;
+
+		protobuf_c_message_pack(&sn[k].ds.base, buf);
+		h = fnv64(buf, len);
+		mu_free(buf);
+		pthread_mutex_lock(&G.mu);
+		send = !sn[k].a->have_hash || sn[k].a->hash != h;
+		if (send) {
+			sn[k].a->have_hash = true;
+			sn[k].a->hash = h;
+			sn[k].ds.generation = ++sn[k].a->generation;
+		}
+		pthread_mutex_unlock(&G.mu);
+		if (!send)
+			continue;
+		sm.msg_case = MUSTER__V1__SERVER_MESSAGE__MSG_DESIRED;
+		sm.desired = &sn[k].ds;
+		if (!gcall_stream_send(sn[k].c, &sm.base))
+			continue;
+		mu_debug("node=%s desired generation=%lld runs=%zu", sn[k].a->node,
+			 (long long)sn[k].ds.generation, sn[k].ds.n_runs);
+	}
+out:
+	for (size_t k = 0; k < n; k++)
+		mu_free(sn[k].ds.runs);
+	store_db_clear(res);
+	store_db_clear(nres);
+	mu_buf_release(&ids);
+	mu_arena_release(&m);
+}
+
+static void push_dirty(PGconn *db)
+{
+	struct snap *sn = NULL;
+	size_t n = 0, cap = 0;
+
+	pthread_mutex_lock(&G.mu);
+	for (struct agent *a = G.list; a; a = a->next) {
+		if (!a->dirty)
+			continue;
+		a->dirty = false;
+		sn = mu_grow(sn, &cap, n + 1, sizeof(*sn));
+		memset(&sn[n], 0, sizeof(sn[n]));
+		sn[n].a = a;
+		sn[n].c = a->c;
+		sn[n].node_id = a->node_id;
+		gcall_ref(a->c); /* keeps a (the call's stream) alive */
+		n++;
+	}
+	pthread_mutex_unlock(&G.mu);
+	for (size_t off = 0; off < n; off += 500)
+		push_desired(db, sn + off, n - off < 500 ? n - off : 500);
+	for (size_t i = 0; i < n; i++)
+		gcall_unref(sn[i].c);
+	mu_free(sn);
+}
+
+static void *agent_main(void *arg)
+{
+	PGconn *db = NULL;
+	int64_t next_connect = 0, next_flush = 0, next_resync = 0;
+
+	(void)arg;
+	while (!grpc_stopping()) {
+		struct pollfd pf[2] = { { .fd = G.wake, .events = POLLIN }, { .fd = -1 } };
+		struct fault *faults;
+		struct rstatus *rs;
+		uint64_t v;
+		int64_t t;
+
+		if (!db && now_ms() >= next_connect) {
+			struct mu_error err = { 0 };
+
+			db = store_db_connect(grpc_db_url(), "muster-api:grpc-agents", &err);
+			if (db && store_db_exec_simple(db, "LISTEN muster_agents; LISTEN muster_sched", &err) < 0) {
+				store_db_close(db);
+				db = NULL;
+			}
+			if (!db) {
+				mu_warn("grpc agents db: %s", err.msg);
+				next_connect = now_ms() + 1000;
+			} else {
+				mark_dirty(0, NULL); /* notifications may have been missed */
+			}
+		}
+		if (db)
+			pf[1] = (struct pollfd){ .fd = PQsocket(db), .events = POLLIN };
+		poll(pf, 2, HB_FLUSH_MS);
+		if (pf[0].revents & POLLIN && read(G.wake, &v, sizeof(v)) < 0)
+			mu_debug("grpc agent wake read failed");
+		if (grpc_stopping() || !db)
+			continue;
+		PQconsumeInput(db);
+		for (PGnotify *nt; (nt = PQnotifies(db)); PQfreemem(nt)) {
+			if (!strcmp(nt->relname, "muster_agents"))
+				mark_dirty(0, nt->extra[0] ? nt->extra : NULL);
+			else if (!strncmp(nt->extra, "node:", 5))
+				mark_dirty(0, nt->extra + 5);
+		}
+		if (!store_db_ok(db)) {
+			store_db_close(db);
+			db = NULL;
+			continue;
+		}
+		/* run status first, in arrival order: it changes desired states */
+		pthread_mutex_lock(&G.mu);
+		rs = G.rs_head;
+		G.rs_head = G.rs_tail = NULL;
+		faults = G.faults;
+		G.faults = NULL;
+		pthread_mutex_unlock(&G.mu);
+		while (rs) {
+			struct rstatus *next = rs->next;
+			struct rs_tx tx = { .s = rs };
+			struct mu_error err = { 0 };
+
+			if (store_db_tx(db, NULL, 0, run_status_tx, &tx, &err) < 0)
+				mu_warn("run=%lld status not applied: %s", (long long)rs->run_id, err.msg);
+			mark_dirty(rs->node_id, NULL);
+			mu_free(rs->log_path);
+			mu_free(rs->message);
+			mu_free(rs);
+			rs = next;
+		}
+		while (faults) {
+			struct fault *next = faults->next;
+
+			apply_fault(db, faults);
+			mark_dirty(faults->node_id, NULL);
+			mu_free(faults);
+			faults = next;
+		}
+		t = now_ms();
+		if (t >= next_flush) {
+			flush_heartbeats(db);
+			next_flush = t + HB_FLUSH_MS;
+		}
+		if (t >= next_resync) {
+			mark_dirty(0, NULL);
+			next_resync = t + G.resync_ms;
+		}
+		push_dirty(db);
+	}
+	store_db_close(db);
+	return NULL;
+}
+
+int grpc_agent_start(void)
+{
+	const char *rs = getenv("MUSTER_GRPC_RESYNC_MS");
+
+	G.resync_ms = rs && atoi(rs) > 0 ? atoi(rs) : 5000;
+	G.wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (G.wake < 0)
+		return MU_EIO;
+	pthread_create(&G.thread, NULL, agent_main, NULL);
+	G.running = true;
+	return 0;
+}
+
+void grpc_agent_stop(void)
+{
+	struct agent *list;
+
+	if (!G.running)
+		return;
+	wake_agent_thread();
+	pthread_join(G.thread, NULL);
+	G.running = false;
+	pthread_mutex_lock(&G.mu);
+	list = G.list;
+	G.list = NULL;
+	pthread_mutex_unlock(&G.mu);
+	while (list) {
+		struct agent *next = list->next;
+		struct gcall *c = list->c;
+
+		gcall_stream_finish(c, MU_EUNAVAIL, "server shutting down");
+		gcall_unref(c);
+		list = next;
+	}
+	while (G.rs_head) {
+		struct rstatus *next = G.rs_head->next;
+
+		mu_free(G.rs_head->log_path);
+		mu_free(G.rs_head->message);
+		mu_free(G.rs_head);
+		G.rs_head = next;
+	}
+	G.rs_tail = NULL;
+	while (G.faults) {
+		struct fault *next = G.faults->next;
+
+		mu_free(G.faults);
+		G.faults = next;
+	}
+	mu_free(G.hb_nodes);
+	mu_free(G.hb);
+	G.hb_nodes = NULL;
+	G.hb = NULL;
+	G.n_hb = G.n_hb_nodes = G.cap_hb = G.cap_hb_nodes = 0;
+	close(G.wake);
+	G.wake = -1;
+}
+
+const struct gmethod grpc_agent_methods[] = {
+	{ "/muster.v1.AgentService/Connect", GK_BIDI, GR_AGENT, &muster__v1__agent_message__descriptor,
+	  connect_run, connect_start },
+	{ NULL, 0, 0, NULL, NULL, NULL },
+};

@@ -1,0 +1,881 @@
+/*
+ * grpc_jobs.c - muster.v1.JobService over the REST rules.
+ *
+ * Submit turns the JobSpec into the JSON object POST /v1/jobs takes and runs
+ * it through codec_job_decode, so every job rule (ranges, names, maps,
+ * dependencies, Slurm time limits) is the REST codec's, with the same field
+ * names in errors. Get/List/Cancel call the same store functions as REST
+ * with the caller's tenant scope. Watch streams the events table from a
+ * cursor (see watch_* below).
+ */
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "codec_job.h"
+#include "grpc_internal.h"
+#include "log.h"
+#include "muster/v1/jobs.pb-c.h"
+#include "store_job.h"
+
+#define TS(col) "to_char((" col ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
+/* A map entry of any message: every protobuf-c map entry has this layout. */
+struct kv_entry {
+	ProtobufCMessage base;
+	char *key;
+	char *value;
+};
+
+static const char *const job_states[] = { "PENDING", "STARTING", "RUNNING", "COMPLETED",
+					  "FAILED", "CANCELLED", "TIMEOUT", NULL };
+
+static void *A(struct mu_arena *a, size_t n)
+{
+	return mu_arena_alloc(a, n ? n : 1);
+}
+
+static char *S(struct mu_arena *a, const char *s)
+{
+	return mu_arena_strdup(a, s ? s : "");
+}
+
+/* ---- JobSpec -> the REST JSON body ------------------------------------- */
+
+static bool utf8_ok(const char *s)
+{
+	json_t *v = json_string(s ? s : "");
+
+	json_decref(v);
+	return v != NULL;
+}
+
+static int jstr(json_t *o, const char *key, const char *val, const char *field, struct mu_error *err)
+{
+	json_t *s = json_string(val);
+
+	if (!s)
+		return mu_error_set(err, MU_EUTF8, field ? field : key, "must be valid UTF-8");
+	json_object_set_new(o, key, s);
+	return 0;
+}
+
+static int jmap(json_t *o, const char *key, void **entries, size_t n, struct mu_error *err)
+{
+	json_t *m;
+	int ret = 0;
+
+	if (!n)
+		return 0;
+	m = json_object();
+	for (size_t i = 0; i < n && ret == 0; i++) {
+		const struct kv_entry *e = entries[i];
+		char field[160];
+
+		snprintf(field, sizeof(field), "%s.%.100s", key, e->key ? e->key : "");
+		if (!e->key || !utf8_ok(e->key)) {
+			ret = mu_error_set(err, MU_EUTF8, key, "keys must be valid UTF-8");
+			break;
+		}
+		ret = jstr(m, e->key, e->value ? e->value : "", field, err);
+	}
+	json_object_set_new(o, key, m);
+	return ret;
+}
+
+static json_t *spec_json(const Muster__V1__JobSpec *s, struct mu_error *err)
+{
+	json_t *o = json_object(), *arr;
+	int ret = 0;
+
+#define STR(k, v)                                                  \
+	do {                                                       \
+		if (ret == 0 && (v) && (v)[0])                     \
+			ret = jstr(o, k, v, NULL, err);            \
+	} while (0)
+#define INT(k, v)                                                  \
+	do {                                                       \
+		if (v)                                             \
+			json_object_set_new(o, k, json_integer(v)); \
+	} while (0)
+	STR("tenant", s->tenant);
+	STR("user", s->user);
+	STR("name", s->name);
+	STR("priority_class", s->priority_class);
+	INT("nodes", s->nodes);
+	INT("min_nodes", s->min_nodes);
+	json_object_set_new(o, "gpus_per_node", json_integer(s->gpus_per_node));
+	STR("gpu_model", s->gpu_model);
+	INT("procs_per_node", s->procs_per_node);
+	if (ret == 0 && ((s->topology_required && s->topology_required[0]) ||
+			 (s->topology_preferred && s->topology_preferred[0]))) {
+		json_t *t = json_object();
+
+		if (s->topology_required && s->topology_required[0])
+			ret = jstr(t, "required", s->topology_required, "topology.required", err);
+		if (ret == 0 && s->topology_preferred && s->topology_preferred[0])
+			ret = jstr(t, "preferred", s->topology_preferred, "topology.preferred", err);
+		json_object_set_new(o, "topology", t);
+	}
+	STR("time_limit", s->time_limit);
+	if (s->n_command) {
+		arr = json_array();
+		for (size_t i = 0; i < s->n_command && ret == 0; i++) {
+			json_t *v = json_string(s->command[i]);
+			char field[32];
+
+			snprintf(field, sizeof(field), "command.%zu", i);
+			if (!v)
+				ret = mu_error_set(err, MU_EUTF8, field, "must be valid UTF-8");
+			else
+				json_array_append_new(arr, v);
+		}
+		json_object_set_new(o, "command", arr);
+	}
+	if (ret == 0)
+		ret = jmap(o, "env", (void **)s->env, s->n_env, err);
+	if (ret == 0)
+		ret = jmap(o, "labels", (void **)s->labels, s->n_labels, err);
+	if (ret == 0 && s->n_dependencies) {
+		arr = json_array();
+		for (size_t i = 0; i < s->n_dependencies && ret == 0; i++) {
+			const Muster__V1__Dependency *d = s->dependencies[i];
+			json_t *dj = json_object();
+			char field[48];
+
+			snprintf(field, sizeof(field), "dependencies.%zu.type", i);
+			ret = jstr(dj, "type", d->type ? d->type : "", field, err);
+			json_object_set_new(dj, "job_id", json_integer(d->job_id));
+			json_array_append_new(arr, dj);
+		}
+		json_object_set_new(o, "dependencies", arr);
+	}
+	STR("workdir", s->workdir);
+	INT("max_retries", s->max_retries);
+#undef STR
+#undef INT
+	if (ret < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* The caller's defaults and rights on tenant and user: the REST rules. */
+static int apply_principal(struct gcall *c, struct store_job *j)
+{
+	if (c->role == GR_ADMIN) {
+		if (!j->tenant)
+			return mu_error_set(&c->err, MU_EMISSING, "tenant", "required with an admin token");
+		if (!j->user)
+			j->user = c->who.user ? c->who.user : "";
+		return 0;
+	}
+	if (j->user)
+		return mu_error_set(&c->err, MU_EFORBIDDEN, "user", "only an admin may set the user");
+	j->user = c->who.user ? c->who.user : "";
+	if (!j->tenant)
+		j->tenant = c->who.tenant;
+	if (!j->tenant)
+		return mu_error_set(&c->err, MU_EMISSING, "tenant", "required");
+	return 0;
+}
+
+/* ---- store_job -> Job --------------------------------------------------- */
+
+static void *kv_array(struct mu_arena *a, const ProtobufCMessageDescriptor *d, const char *json,
+		      size_t *n)
+{
+	json_t *o = json ? json_loads(json, JSON_DECODE_ANY, NULL) : NULL;
+	void **arr = NULL;
+	const char *k;
+	json_t *v;
+	size_t i = 0;
+
+	*n = 0;
+	if (!json_is_object(o))
+		goto out;
+	arr = A(a, json_object_size(o) * sizeof(*arr));
+	json_object_foreach(o, k, v) {
+		struct kv_entry *e = A(a, d->sizeof_message);
+
+		protobuf_c_message_init(d, e);
+		e->key = S(a, k);
+		e->value = S(a, json_is_string(v) ? json_string_value(v) : "");
+		arr[i++] = e;
+	}
+	*n = i;
+out:
+	json_decref(o);
+	return arr;
+}
+
+static const char *jget_str(struct mu_arena *a, const json_t *o, const char *k)
+{
+	const json_t *v = json_object_get(o, k);
+
+	return S(a, json_is_string(v) ? json_string_value(v) : "");
+}
+
+static void fill_runs(struct mu_arena *a, Muster__V1__Job *pj, const char *json)
+{
+	json_t *arr = json ? json_loads(json, JSON_DECODE_ANY, NULL) : NULL;
+	size_t i;
+	json_t *r;
+
+	if (!json_is_array(arr))
+		goto out;
+	pj->runs = A(a, json_array_size(arr) * sizeof(*pj->runs));
+	json_array_foreach(arr, i, r) {
+		Muster__V1__Run *pr = A(a, sizeof(*pr));
+		json_t *nodes = json_object_get(r, "nodes"), *nd, *ec;
+		size_t k;
+
+		muster__v1__run__init(pr);
+		pr->id = json_integer_value(json_object_get(r, "id"));
+		pr->attempt = json_integer_value(json_object_get(r, "attempt"));
+		pr->state = (char *)jget_str(a, r, "state");
+		pr->stop_reason = (char *)jget_str(a, r, "stop_reason");
+		pr->started_at = (char *)jget_str(a, r, "started_at");
+		pr->ended_at = (char *)jget_str(a, r, "ended_at");
+		pr->created_at = (char *)jget_str(a, r, "created_at");
+		ec = json_object_get(r, "exit_code");
+		pr->has_exit_code = json_is_integer(ec);
+		pr->exit_code = json_integer_value(ec);
+		pr->exit_signal = json_integer_value(json_object_get(r, "exit_signal"));
+		if (json_is_array(nodes)) {
+			pr->nodes = A(a, json_array_size(nodes) * sizeof(char *));
+			json_array_foreach(nodes, k, nd)
+				pr->nodes[pr->n_nodes++] = (char *)jget_str(a, nd, "node");
+		}
+		pj->runs[pj->n_runs++] = pr;
+	}
+out:
+	json_decref(arr);
+}
+
+static void fill_events(struct mu_arena *a, Muster__V1__Job *pj, const char *json)
+{
+	json_t *arr = json ? json_loads(json, JSON_DECODE_ANY, NULL) : NULL;
+	size_t i;
+	json_t *e;
+
+	if (!json_is_array(arr))
+		goto out;
+	pj->events = A(a, json_array_size(arr) * sizeof(*pj->events));
+	json_array_foreach(arr, i, e) {
+		Muster__V1__JobEvent *pe = A(a, sizeof(*pe));
+		char *data = json_dumps(json_object_get(e, "data"), JSON_COMPACT | JSON_ENCODE_ANY);
+
+		muster__v1__job_event__init(pe);
+		pe->id = json_integer_value(json_object_get(e, "id"));
+		pe->at = (char *)jget_str(a, e, "at");
+		pe->kind = (char *)jget_str(a, e, "kind");
+		pe->reason = (char *)jget_str(a, e, "reason");
+		pe->data_json = S(a, data ? data : "{}");
+		free(data);
+		pe->job_id = pj->id;
+		pe->tenant = pj->tenant;
+		pe->job_state = pj->state;
+		pj->events[pj->n_events++] = pe;
+	}
+out:
+	json_decref(arr);
+}
+
+static Muster__V1__Job *job_proto(struct mu_arena *a, const struct store_job *j)
+{
+	Muster__V1__Job *pj = A(a, sizeof(*pj));
+	json_t *arr;
+
+	muster__v1__job__init(pj);
+	pj->id = j->id;
+	pj->state = S(a, j->state);
+	pj->tenant = S(a, j->tenant);
+	pj->tenant_path = S(a, j->tenant_path);
+	pj->user = S(a, j->user);
+	pj->name = S(a, j->name);
+	pj->priority_class = S(a, j->priority_class);
+	pj->nodes = j->nodes;
+	pj->min_nodes = j->min_nodes;
+	pj->gpus_per_node = j->gpus_per_node;
+	pj->gpu_model = S(a, j->gpu_model);
+	pj->procs_per_node = j->procs_per_node;
+	pj->topology_required = S(a, j->topo_required);
+	pj->topology_preferred = S(a, j->topo_preferred);
+	pj->time_limit_seconds = j->time_limit;
+	arr = j->command ? json_loads(j->command, JSON_DECODE_ANY, NULL) : NULL;
+	if (json_is_array(arr)) {
+		size_t i;
+		json_t *v;
+
+		pj->command = A(a, json_array_size(arr) * sizeof(char *));
+		json_array_foreach(arr, i, v)
+			pj->command[pj->n_command++] = S(a, json_string_value(v));
+	}
+	json_decref(arr);
+	pj->env = kv_array(a, &muster__v1__job__env_entry__descriptor, j->env, &pj->n_env);
+	pj->labels = kv_array(a, &muster__v1__job__labels_entry__descriptor, j->labels, &pj->n_labels);
+	arr = j->dependencies ? json_loads(j->dependencies, JSON_DECODE_ANY, NULL) : NULL;
+	if (json_is_array(arr)) {
+		size_t i;
+		json_t *v;
+
+		pj->dependencies = A(a, json_array_size(arr) * sizeof(*pj->dependencies));
+		json_array_foreach(arr, i, v) {
+			Muster__V1__Dependency *d = A(a, sizeof(*d));
+
+			muster__v1__dependency__init(d);
+			d->type = (char *)jget_str(a, v, "type");
+			d->job_id = json_integer_value(json_object_get(v, "job_id"));
+			pj->dependencies[pj->n_dependencies++] = d;
+		}
+	}
+	json_decref(arr);
+	pj->workdir = S(a, j->workdir);
+	pj->max_retries = j->max_retries;
+	pj->retries = j->retries;
+	pj->pending_reason = S(a, j->state && !strcmp(j->state, "PENDING") ?
+				       (j->pending_reason ? j->pending_reason : "Priority") : "");
+	pj->pending_message = S(a, j->pending_message);
+	pj->planned_start = S(a, j->planned_start);
+	pj->has_exit_code = j->has_exit_code;
+	pj->exit_code = j->exit_code;
+	pj->end_reason = S(a, j->end_reason);
+	pj->created_at = S(a, j->created_at);
+	pj->started_at = S(a, j->started_at);
+	pj->ended_at = S(a, j->ended_at);
+	if (j->runs)
+		fill_runs(a, pj, j->runs);
+	if (j->events)
+		fill_events(a, pj, j->events);
+	return pj;
+}
+
+/* ---- unary methods ------------------------------------------------------ */
+
+static void sha256_hex(const void *data, size_t len, char hex[65])
+{
+	static const char digits[] = "0123456789abcdef";
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+
+	EVP_Digest(data, len, md, &n, EVP_sha256(), NULL);
+	for (unsigned int i = 0; i < 32; i++) {
+		hex[2 * i] = digits[md[i] >> 4];
+		hex[2 * i + 1] = digits[md[i] & 15];
+	}
+	hex[64] = '\0';
+}
+
+static int submit_run(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__SubmitJobRequest *r = (const void *)c->req;
+	struct store_job_submit s = { 0 }, *sp = &s;
+	Muster__V1__SubmitJobResponse *resp;
+	struct store_job job;
+	json_t *body = NULL;
+	int ret;
+
+	if (!r->job)
+		return mu_error_set(&c->err, MU_EMISSING, "job", "required");
+	if (r->idempotency_key && r->idempotency_key[0]) {
+		size_t n = strlen(r->idempotency_key);
+
+		if (n > 255)
+			return mu_error_set(&c->err, MU_EINVAL, "idempotency_key", "must be 1..255 characters");
+		for (size_t i = 0; i < n; i++)
+			if (r->idempotency_key[i] < 0x21 || r->idempotency_key[i] > 0x7e)
+				return mu_error_set(&c->err, MU_EINVAL, "idempotency_key",
+						    "must be printable ASCII");
+	}
+	body = spec_json(r->job, &c->err);
+	if (!body)
+		return c->err.code;
+	ret = codec_job_decode(body, &c->arena, "", &job, &c->err);
+	if (ret < 0)
+		goto out;
+	ret = apply_principal(c, &job);
+	if (ret < 0)
+		goto out;
+	s.jobs = &job;
+	s.n = 1;
+	s.scope = gcall_scope(c);
+	s.arena = &c->arena;
+	if (r->idempotency_key && r->idempotency_key[0]) {
+		size_t n = protobuf_c_message_get_packed_size(&r->job->base);
+		unsigned char *buf = mu_malloc(n ? n : 1);
+		char *hex = A(&c->arena, 65);
+
+		protobuf_c_message_pack(&r->job->base, buf);
+		sha256_hex(buf, n, hex);
+		mu_free(buf);
+		s.idem_key = r->idempotency_key;
+		s.request_sha256 = hex;
+	}
+	/* one transaction per gRPC submit: the worker is already ours */
+	ret = store_job_submit_group(db, &sp, 1);
+	if (ret == 0)
+		ret = s.rc;
+	if (ret < 0) {
+		c->err = s.err;
+		goto out;
+	}
+	resp = A(&c->arena, sizeof(*resp));
+	muster__v1__submit_job_response__init(resp);
+	resp->job = job_proto(&c->arena, &job);
+	resp->replayed = s.replayed;
+	c->resp = &resp->base;
+out:
+	json_decref(body); /* after the store: job strings were borrowed from it */
+	return ret;
+}
+
+static int get_run(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__GetJobRequest *r = (const void *)c->req;
+	struct store_job job;
+	int ret;
+
+	if (r->job_id < 1)
+		return mu_error_set(&c->err, MU_ENOTFOUND, "job_id", "no such job");
+	ret = store_job_get(db, &c->arena, gcall_scope(c), r->job_id, &job, &c->err);
+	if (ret < 0)
+		return ret;
+	c->resp = &job_proto(&c->arena, &job)->base;
+	return 0;
+}
+
+static int cancel_run(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__CancelJobRequest *r = (const void *)c->req;
+	struct store_job job;
+	char who[64];
+	int ret;
+
+	if (r->job_id < 1)
+		return mu_error_set(&c->err, MU_ENOTFOUND, "job_id", "no such job");
+	snprintf(who, sizeof(who), "token:%lld", (long long)c->who.token_id);
+	ret = store_job_cancel(db, &c->arena, gcall_scope(c), r->job_id, who, &job, &c->err);
+	if (ret < 0)
+		return ret;
+	c->resp = &job_proto(&c->arena, &job)->base;
+	return 0;
+}
+
+static int list_run(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__ListJobsRequest *r = (const void *)c->req;
+	struct store_job_filter f = { 0 };
+	struct store_job_page page = { 0 };
+	Muster__V1__ListJobsResponse *resp;
+	int ret;
+
+	f.limit = r->page_size ? r->page_size : 100;
+	if (f.limit < 1 || f.limit > 1000)
+		return mu_error_set(&c->err, MU_ERANGE, "page_size", "must be 1..1000");
+	if (r->page_token && r->page_token[0]) {
+		char *end = NULL;
+		long long v = strtoll(r->page_token, &end, 10);
+
+		if (*end || v < 0 || r->page_token[0] < '0' || r->page_token[0] > '9')
+			return mu_error_set(&c->err, MU_EINVAL, "page_token", "not a page token from this API");
+		f.after_id = v;
+	}
+	if (r->n_states) {
+		const char **st = A(&c->arena, r->n_states * sizeof(*st));
+
+		for (size_t i = 0; i < r->n_states; i++) {
+			const char *const *k = job_states;
+
+			while (*k && strcmp(*k, r->states[i]))
+				k++;
+			if (!*k)
+				return mu_error_set(&c->err, MU_EINVAL, "states", "unknown state %.32s",
+						    r->states[i]);
+			st[f.nstates++] = *k;
+		}
+		f.states = st;
+	}
+	f.tenant = r->tenant && r->tenant[0] ? r->tenant : NULL;
+	f.user = r->user && r->user[0] ? r->user : NULL;
+	if (r->n_labels) {
+		json_t *o = json_object();
+		char *txt;
+
+		for (size_t i = 0; i < r->n_labels; i++) {
+			json_t *v = json_string(r->labels[i]->value);
+
+			if (!v || !utf8_ok(r->labels[i]->key)) {
+				json_decref(v);
+				json_decref(o);
+				return mu_error_set(&c->err, MU_EUTF8, "labels", "must be valid UTF-8");
+			}
+			json_object_set_new(o, r->labels[i]->key, v);
+		}
+		txt = json_dumps(o, JSON_COMPACT);
+		f.labels = S(&c->arena, txt);
+		free(txt);
+		json_decref(o);
+	}
+	ret = store_job_list(db, &c->arena, gcall_scope(c), &f, &page, &c->err);
+	if (ret < 0)
+		return ret;
+	resp = A(&c->arena, sizeof(*resp));
+	muster__v1__list_jobs_response__init(resp);
+	resp->jobs = A(&c->arena, page.n * sizeof(*resp->jobs));
+	for (size_t i = 0; i < page.n; i++)
+		resp->jobs[resp->n_jobs++] = job_proto(&c->arena, &page.items[i]);
+	if (page.next_after) {
+		char tok[24];
+
+		snprintf(tok, sizeof(tok), "%lld", (long long)page.next_after);
+		resp->next_page_token = S(&c->arena, tok);
+	} else {
+		resp->next_page_token = S(&c->arena, "");
+	}
+	c->resp = &resp->base;
+	return 0;
+}
+
+/* ---- Watch --------------------------------------------------------------- */
+
+/*
+ * One open Watch. The watch thread owns the cursor. Event ids are assigned
+ * at INSERT and become visible at COMMIT, so a lower id may appear after a
+ * higher one: the thread reads every event (visible to the caller or not)
+ * in id order and stops at a gap until it is older than WATCH_GAP_MS
+ * (a rolled-back transaction burns ids forever; a slow one fills the gap).
+ */
+#define WATCH_GAP_MS 2000
+#define WATCH_BATCH 500
+
+struct watch {
+	struct gcall *c;
+	int64_t cursor;
+	int64_t job_id;
+	char *scope;        /* NULL = all */
+	char *kinds;        /* Postgres text[] literal */
+	int64_t gap_at;     /* the id after which a gap was first seen */
+	int64_t gap_since;  /* ms */
+	struct watch *next;
+};
+
+static struct {
+	pthread_mutex_t mu;
+	struct watch *list;
+	pthread_t thread;
+	int wake;           /* eventfd */
+	bool running;
+} W = { .mu = PTHREAD_MUTEX_INITIALIZER, .wake = -1 };
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void wake_watchers(void)
+{
+	uint64_t one = 1;
+
+	if (W.wake >= 0 && write(W.wake, &one, sizeof(one)) < 0)
+		mu_debug("grpc watch wake failed");
+}
+
+static void watch_free(struct gcall *c)
+{
+	struct watch *w = c->stream;
+
+	if (!w)
+		return;
+	mu_free(w->scope);
+	mu_free(w->kinds);
+	mu_free(w);
+	c->stream = NULL;
+}
+
+/* CQ thread: the client went away. */
+static void watch_closed(struct gcall *c)
+{
+	struct watch **p, *w = NULL;
+
+	pthread_mutex_lock(&W.mu);
+	for (p = &W.list; *p; p = &(*p)->next) {
+		if ((*p)->c == c) {
+			w = *p;
+			*p = w->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&W.mu);
+	if (w)
+		gcall_unref(c); /* the list's reference */
+}
+
+static char *pg_text_array(struct gcall *c, char **items, size_t n)
+{
+	struct mu_buf b = MU_BUF_INIT;
+	char *out;
+
+	mu_buf_addc(&b, '{');
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			mu_buf_addc(&b, ',');
+		mu_buf_addc(&b, '"');
+		for (const char *p = items[i]; *p; p++) {
+			if (*p == '"' || *p == '\\')
+				mu_buf_addc(&b, '\\');
+			mu_buf_addc(&b, *p);
+		}
+		mu_buf_addc(&b, '"');
+	}
+	mu_buf_addc(&b, '}');
+	out = mu_strdup(b.p);
+	mu_buf_release(&b);
+	(void)c;
+	return out;
+}
+
+static int watch_run(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__WatchJobsRequest *r = (const void *)c->req;
+	struct watch *w;
+	int ret;
+
+	if (r->after_event_id < -1)
+		return mu_error_set(&c->err, MU_ERANGE, "after_event_id", "must be >= -1");
+	if (r->job_id < 0)
+		return mu_error_set(&c->err, MU_ENOTFOUND, "job_id", "no such job");
+	for (size_t i = 0; i < r->n_kinds; i++)
+		if (!utf8_ok(r->kinds[i]) || strlen(r->kinds[i]) > 64)
+			return mu_error_set(&c->err, MU_EINVAL, "kinds", "not an event kind");
+	if (r->job_id > 0) {
+		struct store_job job;
+
+		ret = store_job_get(db, &c->arena, gcall_scope(c), r->job_id, &job, &c->err);
+		if (ret < 0)
+			return ret;
+	}
+	w = mu_calloc(1, sizeof(*w));
+	w->c = c;
+	w->job_id = r->job_id;
+	w->scope = gcall_scope(c) ? mu_strdup(gcall_scope(c)) : NULL;
+	w->kinds = pg_text_array(c, r->kinds, r->n_kinds);
+	w->cursor = r->after_event_id;
+	c->stream = w;
+	c->stream_free = watch_free;
+	if (w->cursor < 0) {
+		ret = store_db_query_int64(db, "SELECT coalesce(max(id), 0) FROM events", 0, NULL,
+					   &w->cursor, &c->err);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/* Pool worker, after watch_run succeeded. */
+static void watch_start(struct gcall *c)
+{
+	struct watch *w = c->stream;
+
+	c->on_closed = watch_closed;
+	gcall_ref(c); /* the list's */
+	pthread_mutex_lock(&W.mu);
+	w->next = W.list;
+	W.list = w;
+	pthread_mutex_unlock(&W.mu);
+	gcall_stream_open(c);
+	if (grpc_stopping())
+		gcall_stream_finish(c, MU_EUNAVAIL, "server shutting down");
+	wake_watchers();
+}
+
+/* Watch thread: one poll of one watch. */
+static void watch_poll(PGconn *db, struct watch *w, struct mu_arena *a)
+{
+	static const char sql[] =
+		"SELECT e.id,"
+		" e.job_id IS NOT NULL"
+		"  AND ($2::text IS NULL OR t.path = $2 OR starts_with(t.path, $2 || '/'))"
+		"  AND ($3::bigint = 0 OR e.job_id = $3)"
+		"  AND (cardinality($4::text[]) = 0 OR e.kind = ANY($4::text[])),"
+		" " TS("e.at") ", e.kind, coalesce(e.job_id, 0), coalesce(e.run_id, 0), e.reason,"
+		" e.data::text, coalesce(t.name, ''), coalesce(j.state, '')"
+		" FROM events e LEFT JOIN tenants t ON t.id = e.tenant_id"
+		" LEFT JOIN jobs j ON j.id = e.job_id"
+		" WHERE e.id > $1::bigint ORDER BY e.id LIMIT 500";
+	char cur[24], job[24];
+	const char *params[4] = { cur, w->scope, job, w->kinds };
+	struct mu_error err = { 0 };
+	PGresult *res = NULL;
+	int n;
+
+	snprintf(cur, sizeof(cur), "%lld", (long long)w->cursor);
+	snprintf(job, sizeof(job), "%lld", (long long)w->job_id);
+	if (store_db_exec(db, sql, 4, params, &res, &err) < 0) {
+		mu_warn("grpc watch query failed: %s", err.msg);
+		return;
+	}
+	n = store_db_nrows(res);
+	for (int i = 0; i < n; i++) {
+		int64_t id = store_db_get_int64(res, i, 0);
+		Muster__V1__JobEvent ev = MUSTER__V1__JOB_EVENT__INIT;
+
+		if (id != w->cursor + 1) {
+			int64_t t = now_ms();
+
+			if (w->gap_since == 0 || w->gap_at != w->cursor) {
+				w->gap_at = w->cursor;
+				w->gap_since = t;
+			}
+			if (t - w->gap_since < WATCH_GAP_MS)
+				break;
+		}
+		w->cursor = id;
+		if (!store_db_get_bool(res, i, 1))
+			continue;
+		ev.id = id;
+		ev.at = (char *)store_db_get(res, i, 2);
+		ev.kind = (char *)store_db_get(res, i, 3);
+		ev.job_id = store_db_get_int64(res, i, 4);
+		ev.run_id = store_db_get_int64(res, i, 5);
+		ev.reason = (char *)store_db_get(res, i, 6);
+		ev.data_json = (char *)store_db_get(res, i, 7);
+		ev.tenant = (char *)store_db_get(res, i, 8);
+		ev.job_state = (char *)store_db_get(res, i, 9);
+		if (!gcall_stream_send(w->c, &ev.base))
+			break;
+	}
+	store_db_clear(res);
+	(void)a;
+}
+
+static void *watch_main(void *arg)
+{
+	PGconn *db = NULL;
+	struct mu_arena a;
+	int64_t next_connect = 0;
+
+	(void)arg;
+	mu_arena_init(&a, 0);
+	while (!grpc_stopping()) {
+		struct pollfd pf[2] = { { .fd = W.wake, .events = POLLIN }, { .fd = -1 } };
+		struct watch **snap = NULL;
+		size_t n = 0, cap = 0;
+		uint64_t v;
+
+		if (!db && now_ms() >= next_connect) {
+			struct mu_error err = { 0 };
+
+			db = store_db_connect(grpc_db_url(), "muster-api:grpc-watch", &err);
+			if (db && store_db_exec_simple(db, "LISTEN muster_sched; LISTEN muster_agents", &err) < 0) {
+				store_db_close(db);
+				db = NULL;
+			}
+			if (!db) {
+				mu_warn("grpc watch db: %s", err.msg);
+				next_connect = now_ms() + 1000;
+			}
+		}
+		if (db)
+			pf[1] = (struct pollfd){ .fd = PQsocket(db), .events = POLLIN };
+		poll(pf, 2, 250);
+		if (pf[0].revents & POLLIN && read(W.wake, &v, sizeof(v)) < 0)
+			continue;
+		if (grpc_stopping())
+			break;
+		if (db) {
+			PGnotify *nt;
+
+			PQconsumeInput(db);
+			while ((nt = PQnotifies(db)))
+				PQfreemem(nt);
+			if (!store_db_ok(db)) {
+				store_db_close(db);
+				db = NULL;
+				continue;
+			}
+		}
+		if (!db)
+			continue;
+		pthread_mutex_lock(&W.mu);
+		for (struct watch *w = W.list; w; w = w->next) {
+			snap = mu_grow(snap, &cap, n + 1, sizeof(*snap));
+			gcall_ref(w->c);
+			snap[n++] = w;
+		}
+		pthread_mutex_unlock(&W.mu);
+		for (size_t i = 0; i < n; i++) {
+			struct gcall *c = snap[i]->c;
+
+			if (gcall_stream_pending(c) == 0)
+				watch_poll(db, snap[i], &a);
+			gcall_unref(c);
+		}
+		mu_free(snap);
+		mu_arena_reset(&a);
+	}
+	store_db_close(db);
+	mu_arena_release(&a);
+	return NULL;
+}
+
+int grpc_jobs_start(void)
+{
+	W.wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (W.wake < 0)
+		return MU_EIO;
+	pthread_create(&W.thread, NULL, watch_main, NULL);
+	W.running = true;
+	return 0;
+}
+
+void grpc_jobs_stop(void)
+{
+	struct watch *list;
+
+	if (!W.running)
+		return;
+	wake_watchers();
+	pthread_join(W.thread, NULL);
+	W.running = false;
+	pthread_mutex_lock(&W.mu);
+	list = W.list;
+	W.list = NULL;
+	pthread_mutex_unlock(&W.mu);
+	while (list) {
+		struct watch *next = list->next;
+		struct gcall *c = list->c;
+
+		gcall_stream_finish(c, MU_EUNAVAIL, "server shutting down");
+		gcall_unref(c);
+		list = next;
+	}
+	close(W.wake);
+	W.wake = -1;
+}
+
+const struct gmethod grpc_jobs_methods[] = {
+	{ "/muster.v1.JobService/Submit", GK_UNARY, GR_WRITERS, &muster__v1__submit_job_request__descriptor,
+	  submit_run, NULL },
+	{ "/muster.v1.JobService/Get", GK_UNARY, GR_READERS, &muster__v1__get_job_request__descriptor,
+	  get_run, NULL },
+	{ "/muster.v1.JobService/List", GK_UNARY, GR_READERS, &muster__v1__list_jobs_request__descriptor,
+	  list_run, NULL },
+	{ "/muster.v1.JobService/Cancel", GK_UNARY, GR_WRITERS, &muster__v1__cancel_job_request__descriptor,
+	  cancel_run, NULL },
+	{ "/muster.v1.JobService/Watch", GK_SERVER_STREAM, GR_READERS,
+	  &muster__v1__watch_jobs_request__descriptor, watch_run, watch_start },
+	{ NULL, 0, 0, NULL, NULL, NULL },
+};

@@ -1,0 +1,321 @@
+#!/usr/bin/python3
+"""JobService, AdminService and Health over gRPC from an independent client
+(python3-grpcio, stubs generated at test time): every JobService method
+(Submit, Get, List, Cancel, Watch with resume from a cursor), auth failures
+(UNAUTHENTICATED, PERMISSION_DENIED), tenant isolation (NOT_FOUND), bad input
+(INVALID_ARGUMENT, also for bytes that are not a protobuf), unknown methods
+(UNIMPLEMENTED), the exclusive bind, and the same job rules as REST."""
+import socket
+import threading
+import time
+
+import harness
+from harness import check, check_eq
+from test_grpc_common import channel, expect_code, load, make_tenant, make_token, md
+
+S = {}
+
+
+def setup(c):
+    if S:
+        return S
+    pb = load()
+    import grpc
+    S["grpc"] = grpc
+    S["pb"] = pb
+    make_tenant(c, "ga")
+    make_tenant(c, "gb")
+    c.sql("INSERT INTO quotas (tenant_id, max_gpus) SELECT id, 99 FROM tenants WHERE name IN ('ga', 'gb')")
+    S["a"] = make_token(c, "tenant", tenant="ga", user="alice")
+    S["b"] = make_token(c, "tenant", tenant="gb", user="bob")
+    S["reader"] = make_token(c, "reader", tenant="ga", user="rita")
+    S["admin"] = c.admin_token
+    ch = channel(c)
+    S["ch"] = ch
+    S["jobs"] = pb["jobs_grpc"].JobServiceStub(ch)
+    S["admin_svc"] = pb["admin_grpc"].AdminServiceStub(ch)
+    S["health"] = pb["health_grpc"].HealthStub(ch)
+    return S
+
+
+def spec(**kw):
+    J = S["pb"]["jobs"]
+    d = dict(nodes=1, gpus_per_node=2, command=["python", "train.py", "--lr", "0.1"])
+    d.update(kw)
+    return J.JobSpec(**d)
+
+
+def submit(tok, **kw):
+    J = S["pb"]["jobs"]
+    key = kw.pop("idempotency_key", "")
+    return S["jobs"].Submit(J.SubmitJobRequest(job=spec(**kw), idempotency_key=key),
+                            metadata=md(tok), timeout=10)
+
+
+def test_health(c):
+    s = setup(c)
+    H = s["pb"]["health"]
+    r = s["health"].Check(H.HealthCheckRequest(service=""), timeout=10)
+    check_eq(r.status, H.HealthCheckResponse.SERVING)
+    r = s["health"].Check(H.HealthCheckRequest(service="muster.v1.JobService"), timeout=10)
+    check_eq(r.status, H.HealthCheckResponse.SERVING)
+    expect_code(s["grpc"].StatusCode.NOT_FOUND, s["health"].Check,
+                H.HealthCheckRequest(service="no.such.Service"), timeout=10)
+    # Watch: the current status first, the stream stays open until we leave
+    stream = s["health"].Watch(H.HealthCheckRequest(service=""), timeout=10)
+    check_eq(next(stream).status, H.HealthCheckResponse.SERVING)
+    stream.cancel()
+
+
+def test_submit_get_list_cancel(c):
+    s = setup(c)
+    J = s["pb"]["jobs"]
+    r = submit(s["a"], name="train", env={"A": "1", "B": "two"}, labels={"team": "vision"},
+               time_limit="1:30:00", procs_per_node=2, max_retries=1)
+    j = r.job
+    check(j.id > 0, j)
+    check_eq(r.replayed, False)
+    check_eq(j.state, "PENDING")
+    check_eq(j.tenant, "ga")
+    check_eq(j.user, "alice")
+    check_eq(j.time_limit_seconds, 5400)
+    check_eq(list(j.command), ["python", "train.py", "--lr", "0.1"])
+    check_eq(dict(j.env), {"A": "1", "B": "two"})
+    check_eq(dict(j.labels), {"team": "vision"})
+    check_eq(j.procs_per_node, 2)
+    check_eq(j.pending_reason != "", True, j.pending_reason)
+    # the row REST sees is the same job
+    st, _, body = c.api("GET", "/v1/jobs/%d" % j.id, token=s["a"])
+    check_eq(st, 200, body)
+    check_eq(body["time_limit"], 5400)
+    check_eq(body["env"], {"A": "1", "B": "two"})
+
+    g = s["jobs"].Get(J.GetJobRequest(job_id=j.id), metadata=md(s["a"]), timeout=10)
+    check_eq(g.id, j.id)
+    check_eq(g.name, "train")
+    check([e.kind for e in g.events] == ["job.submitted"], list(g.events))
+    # readers of the tenant see it
+    g = s["jobs"].Get(J.GetJobRequest(job_id=j.id), metadata=md(s["reader"]), timeout=10)
+    check_eq(g.id, j.id)
+
+    lst = s["jobs"].List(J.ListJobsRequest(states=["PENDING"], labels={"team": "vision"}),
+                         metadata=md(s["a"]), timeout=10)
+    check(j.id in [x.id for x in lst.jobs], lst)
+    # pagination: page_size 1 walks every job once
+    ids, tok = [], ""
+    submit(s["a"], name="second")
+    while True:
+        p = s["jobs"].List(J.ListJobsRequest(page_size=1, page_token=tok), metadata=md(s["a"]), timeout=10)
+        ids += [x.id for x in p.jobs]
+        tok = p.next_page_token
+        if not tok:
+            break
+    check_eq(len(ids), len(set(ids)))
+    check(len(ids) >= 2, ids)
+
+    x = s["jobs"].Cancel(J.CancelJobRequest(job_id=j.id), metadata=md(s["a"]), timeout=10)
+    check_eq(x.state, "CANCELLED")
+    e = expect_code(s["grpc"].StatusCode.FAILED_PRECONDITION, s["jobs"].Cancel,
+                    J.CancelJobRequest(job_id=j.id), metadata=md(s["a"]), timeout=10)
+    check_eq(dict(e.trailing_metadata()).get("muster-error"), "invalid-state")
+
+
+def test_idempotency(c):
+    s = setup(c)
+    r1 = submit(s["a"], name="idem", idempotency_key="k-123")
+    r2 = submit(s["a"], name="idem", idempotency_key="k-123")
+    check_eq(r2.job.id, r1.job.id)
+    check_eq(r2.replayed, True)
+    expect_code(s["grpc"].StatusCode.ALREADY_EXISTS, submit, s["a"], name="other", idempotency_key="k-123")
+
+
+def test_auth(c):
+    s = setup(c)
+    J = s["pb"]["jobs"]
+    code = s["grpc"].StatusCode
+    expect_code(code.UNAUTHENTICATED, submit, None)
+    expect_code(code.UNAUTHENTICATED, submit, "mst_not_a_real_token")
+    expect_code(code.UNAUTHENTICATED, s["jobs"].Get, J.GetJobRequest(job_id=1),
+                metadata=(("authorization", "Basic abc"),), timeout=10)
+    # a reader may not write; a tenant may not set the user
+    expect_code(code.PERMISSION_DENIED, submit, s["reader"])
+    e = expect_code(code.PERMISSION_DENIED, submit, s["a"], user="mallory")
+    check("user" in e.details(), e.details())
+    # admin tokens must name the tenant, then may set the user
+    e = expect_code(code.INVALID_ARGUMENT, submit, s["admin"])
+    check("tenant" in e.details(), e.details())
+    r = submit(s["admin"], tenant="gb", user="carol")
+    check_eq((r.job.tenant, r.job.user), ("gb", "carol"))
+
+
+def test_isolation(c):
+    s = setup(c)
+    J = s["pb"]["jobs"]
+    code = s["grpc"].StatusCode
+    mine = submit(s["a"], name="a-only").job
+    # B sees nothing of A's job: same answer as for a job that does not exist
+    for req_id in (mine.id, 987654321):
+        expect_code(code.NOT_FOUND, s["jobs"].Get, J.GetJobRequest(job_id=req_id), metadata=md(s["b"]), timeout=10)
+        expect_code(code.NOT_FOUND, s["jobs"].Cancel, J.CancelJobRequest(job_id=req_id), metadata=md(s["b"]),
+                    timeout=10)
+    lst = s["jobs"].List(J.ListJobsRequest(page_size=1000), metadata=md(s["b"]), timeout=10)
+    check(all(x.tenant == "gb" for x in lst.jobs), [x.tenant for x in lst.jobs])
+    expect_code(code.NOT_FOUND, submit, s["b"], tenant="ga")
+    # Watch on A's job from B: NOT_FOUND too
+    w = s["jobs"].Watch(J.WatchJobsRequest(job_id=mine.id), metadata=md(s["b"]), timeout=10)
+    expect_code(code.NOT_FOUND, next, w)
+
+
+def test_bad_input(c):
+    s = setup(c)
+    J = s["pb"]["jobs"]
+    code = s["grpc"].StatusCode
+    for kw, field in ((dict(nodes=0), "nodes"), (dict(gpus_per_node=65), "gpus_per_node"),
+                      (dict(command=[]), "command"), (dict(time_limit="soon"), "time_limit"),
+                      (dict(name="x" * 300), "name"),
+                      (dict(env={"1BAD": "x"}), "env")):
+        e = expect_code(code.INVALID_ARGUMENT, submit, s["a"], **kw)
+        check(field in e.details() or field in dict(e.trailing_metadata()).get("muster-field", ""),
+              kw, e.details())
+    expect_code(code.INVALID_ARGUMENT, submit, s["a"], idempotency_key="has space")
+    expect_code(code.INVALID_ARGUMENT, s["jobs"].List, J.ListJobsRequest(page_size=5000),
+                metadata=md(s["a"]), timeout=10)
+    expect_code(code.INVALID_ARGUMENT, s["jobs"].List, J.ListJobsRequest(states=["SLEEPING"]),
+                metadata=md(s["a"]), timeout=10)
+    expect_code(code.INVALID_ARGUMENT, s["jobs"].List, J.ListJobsRequest(page_token="abc"),
+                metadata=md(s["a"]), timeout=10)
+    # bytes that are not a protobuf, and a truncated one, through a raw method
+    raw = s["ch"].unary_unary("/muster.v1.JobService/Submit")
+    good = J.SubmitJobRequest(job=spec()).SerializeToString()
+    for body in (b"\xff\xff\xff\xff\x0f", good[:len(good) // 2], b"\x0a\x80"):
+        expect_code(code.INVALID_ARGUMENT, raw, body, metadata=md(s["a"]), timeout=10)
+    # unknown methods and services
+    expect_code(code.UNIMPLEMENTED, s["ch"].unary_unary("/muster.v1.JobService/Explode"), b"",
+                metadata=md(s["a"]), timeout=10)
+    expect_code(code.UNIMPLEMENTED, s["ch"].unary_unary("/no.Such/Thing"), b"", timeout=10)
+    # the server survived all of it
+    check(submit(s["a"], name="after-garbage").job.id > 0)
+
+
+def read_events(stream, want, timeout=10):
+    """Reads events from a Watch stream until want(events) is true."""
+    out, err = [], []
+
+    def reader():
+        try:
+            for ev in stream:
+                out.append(ev)
+                if want(out):
+                    return
+        except Exception as e:  # cancelled at the end
+            err.append(e)
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    t.join(timeout)
+    stream.cancel()
+    t.join(5)
+    check(want(out), "events so far:", [(e.id, e.kind, e.job_id) for e in out], err)
+    return out
+
+
+def test_watch_resume(c):
+    s = setup(c)
+    J = s["pb"]["jobs"]
+    j1 = submit(s["a"], name="w1").job
+    w = s["jobs"].Watch(J.WatchJobsRequest(after_event_id=0), metadata=md(s["a"]))
+    evs = read_events(w, lambda es: any(e.job_id == j1.id and e.kind == "job.submitted" for e in es))
+    check(all(e.tenant == "ga" for e in evs), [e.tenant for e in evs])   # isolation on the stream
+    ids = [e.id for e in evs]
+    check_eq(ids, sorted(ids))
+    cursor = [e for e in evs if e.job_id == j1.id][0].id
+    # resume from the cursor: j1's submission is not sent again, new events are
+    j2 = submit(s["a"], name="w2").job
+    s["jobs"].Cancel(J.CancelJobRequest(job_id=j2.id), metadata=md(s["a"]), timeout=10)
+    w = s["jobs"].Watch(J.WatchJobsRequest(after_event_id=cursor), metadata=md(s["a"]))
+    evs = read_events(w, lambda es: any(e.job_id == j2.id and e.kind == "job.cancelled" for e in es))
+    check(all(e.id > cursor for e in evs), [e.id for e in evs])
+    kinds = [(e.job_id, e.kind) for e in evs]
+    check((j2.id, "job.submitted") in kinds and (j1.id, "job.submitted") not in kinds, kinds)
+    check_eq([e.job_state for e in evs if e.job_id == j2.id][-1], "CANCELLED")
+    # live: a watch from "now" (-1) on one job sees only that job's new events
+    j3 = submit(s["a"], name="w3").job
+    w = s["jobs"].Watch(J.WatchJobsRequest(job_id=j3.id, after_event_id=-1), metadata=md(s["a"]))
+    threading.Timer(0.5, lambda: s["jobs"].Cancel(J.CancelJobRequest(job_id=j3.id), metadata=md(s["a"]),
+                                                  timeout=10)).start()
+    evs = read_events(w, lambda es: any(e.kind == "job.cancelled" for e in es))
+    check(all(e.job_id == j3.id for e in evs), [(e.job_id, e.kind) for e in evs])
+    check("job.submitted" not in [e.kind for e in evs])
+    # kinds filter
+    w = s["jobs"].Watch(J.WatchJobsRequest(after_event_id=0, kinds=["job.cancelled"]), metadata=md(s["a"]))
+    evs = read_events(w, lambda es: any(e.job_id == j3.id for e in es))
+    check_eq({e.kind for e in evs}, {"job.cancelled"})
+
+
+def test_admin_service(c):
+    s = setup(c)
+    A = s["pb"]["admin"]
+    code = s["grpc"].StatusCode
+    t = s["admin_svc"].CreateTenant(A.CreateTenantRequest(name="gc", parent="ga", shares=3),
+                                    metadata=md(s["admin"]), timeout=10)
+    check_eq((t.name, t.path, t.shares), ("gc", "root/ga/gc", 3))
+    expect_code(code.ALREADY_EXISTS, s["admin_svc"].CreateTenant, A.CreateTenantRequest(name="gc"),
+                metadata=md(s["admin"]), timeout=10)
+    expect_code(code.INVALID_ARGUMENT, s["admin_svc"].CreateTenant, A.CreateTenantRequest(name="Bad Name"),
+                metadata=md(s["admin"]), timeout=10)
+    expect_code(code.PERMISSION_DENIED, s["admin_svc"].CreateTenant, A.CreateTenantRequest(name="gd"),
+                metadata=md(s["a"]), timeout=10)
+    # a tenant sees its own subtree only
+    names = [x.name for x in s["admin_svc"].ListTenants(A.ListTenantsRequest(), metadata=md(s["a"]),
+                                                         timeout=10).tenants]
+    check("gb" not in names and "ga" in names and "gc" in names, names)
+    expect_code(code.NOT_FOUND, s["admin_svc"].GetTenant, A.GetTenantRequest(name="gb"), metadata=md(s["a"]),
+                timeout=10)
+    classes = [x.name for x in s["admin_svc"].ListPriorityClasses(A.ListPriorityClassesRequest(),
+                                                                   metadata=md(s["a"]), timeout=10).classes]
+    check("normal" in classes, classes)
+    q = s["admin_svc"].ListQuotas(A.ListQuotasRequest(), metadata=md(s["admin"]), timeout=10)
+    check(any(x.tenant == "ga" and x.max_gpus == 99 for x in q.quotas), q)
+    c.sql("INSERT INTO nodes (name, gpu_count) VALUES ('gn1', 0)")
+    n = s["admin_svc"].DrainNode(A.DrainNodeRequest(name="gn1", reason="maintenance"), metadata=md(s["admin"]),
+                                 timeout=10)
+    check_eq((n.state, n.drain_reason), ("DRAINED", "maintenance"))
+    n = s["admin_svc"].ResumeNode(A.ResumeNodeRequest(name="gn1"), metadata=md(s["admin"]), timeout=10)
+    check_eq(n.state, "IDLE")
+    nodes = s["admin_svc"].ListNodes(A.ListNodesRequest(), metadata=md(s["reader"]), timeout=10)
+    check("gn1" in [x.name for x in nodes.nodes], nodes)
+    expect_code(code.PERMISSION_DENIED, s["admin_svc"].DrainNode, A.DrainNodeRequest(name="gn1"),
+                metadata=md(s["a"]), timeout=10)
+    expect_code(code.NOT_FOUND, s["admin_svc"].GetNode, A.GetNodeRequest(name="nope"),
+                metadata=md(s["admin"]), timeout=10)
+
+
+def test_exclusive_bind(c):
+    s = setup(c)
+    # a second muster-api on the same gRPC port must fail, not share it
+    p = c.start_process(["muster-api"], name="api2", env={
+        "MUSTER_DATABASE_URL": c.db_url, "MUSTER_HTTP_ADDR": "127.0.0.1:0",
+        "MUSTER_GRPC_ADDR": "127.0.0.1:%d" % c.grpc_port, "MUSTER_NO_MIGRATE": "1"})
+    try:
+        p.wait(timeout=15)
+    except Exception:
+        pass
+    check(p.poll() is not None and p.returncode != 0, "second muster-api still running or exited 0",
+          c.log_text("api2"))
+    check("cannot listen" in c.log_text("api2"), c.log_text("api2"))
+    check(submit(s["a"], name="still-here").job.id > 0)
+
+
+def test_many_calls(c):
+    s = setup(c)
+    J = s["pb"]["jobs"]
+    t0 = time.monotonic()
+    n = 300
+    for _ in range(n):
+        s["jobs"].List(J.ListJobsRequest(page_size=1), metadata=md(s["a"]), timeout=10)
+    dt = time.monotonic() - t0
+    print("grpc List page_size=1: %d sequential calls in %.2fs (%.0f/s)" % (n, dt, n / dt))
+
+
+if __name__ == "__main__":
+    harness.main(api=True)
