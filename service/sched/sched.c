@@ -345,6 +345,8 @@ static int setup(struct cyc *c)
 		c->model[i] = id;
 	}
 	for (int l = 0; l < s->settings.nlevels; l++) {
+		c->agg_free[l] = sched__xcalloc(2 * nn + 1, sizeof(int));
+		c->agg_cnt[l] = sched__xcalloc(2 * nn + 1, sizeof(int));
 		c->unit[l] = sched__xcalloc(nn, sizeof(int));
 		for (size_t i = 0; i < nn; i++)
 			c->unit[l][i] = s->nodes[i].unit[l] >= 0 ? s->nodes[i].unit[l] : (int)(nn + i);
@@ -364,7 +366,7 @@ static int setup(struct cyc *c)
 		c->avail[i] = c->up[i] ? (n->healthy & all) : 0;
 		c->freemask[i] = c->avail[i] & ~n->used;
 		if (c->up[i]) {
-			int k = __builtin_popcountll(c->freemask[i]);
+			int k = sched__pc(c->freemask[i]);
 			c->cnt[c->model[i] * 65 + k]++;
 			c->cnt[c->nmodels * 65 + k]++;
 		}
@@ -384,7 +386,7 @@ static int setup(struct cyc *c)
 		int g = 0;
 		int64_t end = sched__run_end(c, r);
 		for (size_t k = 0; k < r->nalloc; k++) {
-			g += __builtin_popcountll(r->alloc[k].gpus);
+			g += sched__pc(r->alloc[k].gpus);
 			c->rel[c->nrel++] = (struct rel){ end, r->alloc[k].node, r->alloc[k].gpus, (int)i };
 		}
 		c->run_gpus[i] = g;
@@ -414,8 +416,12 @@ static void teardown(struct cyc *c)
 {
 	free(c->model);
 	free(c->models);
-	for (int l = 0; l < SCHED_MAX_LEVELS; l++)
+	for (int l = 0; l < SCHED_MAX_LEVELS; l++) {
 		free(c->unit[l]);
+		free(c->agg_free[l]);
+		free(c->agg_cnt[l]);
+	}
+	free(c->vsorted);
 	free(c->up);
 	free(c->avail);
 	free(c->freemask);
@@ -650,9 +656,9 @@ static void commit_start(struct cyc *c, size_t ji, const struct sched_alloc *a, 
 	st->alloc = copy_alloc(d, a, na);
 	for (size_t k = 0; k < na; k++) {
 		int n = a[k].node;
-		int before = __builtin_popcountll(c->freemask[n]);
+		int before = sched__pc(c->freemask[n]);
 		c->freemask[n] &= ~a[k].gpus;
-		sched__bucket_move(c, n, before, __builtin_popcountll(c->freemask[n]));
+		sched__bucket_move(c, n, before, sched__pc(c->freemask[n]));
 		if (a[k].gpus)
 			sched__add_crel(c, c->now + runtime, n, a[k].gpus, -1);
 	}

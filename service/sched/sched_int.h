@@ -80,6 +80,9 @@ struct cyc {
 	uint64_t *sc_mask, *sc_last;
 	int64_t *sc_time;
 	struct sched_alloc *sc_alloc, *sc_alloc2;
+	int *agg_free[SCHED_MAX_LEVELS], *agg_cnt[SCHED_MAX_LEVELS]; /* per unit, zero between uses */
+	size_t *vsorted;                /* preemptible runs by cost, built on first use */
+	size_t nvsorted;
 	/* shape caches */
 	struct centry *cache;
 	size_t cap_cache, ncache;
@@ -95,6 +98,15 @@ struct cyc {
 };
 
 enum place_mode { PLACE_NOW, PLACE_LATER };
+
+/* Bit count without a libgcc call (no -mpopcnt in a portable build). */
+static inline int sched__pc(uint64_t x)
+{
+	x = x - ((x >> 1) & 0x5555555555555555ULL);
+	x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+	return (int)((x * 0x0101010101010101ULL) >> 56);
+}
 
 void *sched__xmalloc(size_t n);
 void *sched__xcalloc(size_t n, size_t size);

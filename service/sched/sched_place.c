@@ -118,7 +118,7 @@ int sched__max_in_unit(struct cyc *c, const struct req *q, bool healthy_only)
 		for (size_t n = 0; n < c->nn; n++) {
 			if (!model_ok(c, q, (int)n))
 				continue;
-			int g = healthy_only ? __builtin_popcountll(c->avail[n]) : c->s->nodes[n].gpu_count;
+			int g = healthy_only ? sched__pc(c->avail[n]) : c->s->nodes[n].gpu_count;
 			if ((healthy_only && !c->up[n]) || g < q->g)
 				continue;
 			if (count) {
@@ -181,7 +181,22 @@ static size_t group_by(struct cyc *c, struct cand *v, size_t n, int level, struc
 	struct cand *tmp = sched__xmalloc((n + 1) * sizeof(*tmp));
 	for (size_t i = 0; i < n; i++)
 		k[i] = (struct ukey){ c->unit[level][v[i].node], i };
-	qsort(k, n, sizeof(*k), ukey_cmp);
+	if (n < 512) {
+		qsort(k, n, sizeof(*k), ukey_cmp);
+	} else { /* counting sort on the unit id (< 2 nn), stable: same order as the qsort */
+		size_t nu = 2 * c->nn + 1;
+		size_t *pos = sched__xcalloc(nu + 1, sizeof(size_t));
+		struct ukey *k2 = sched__xmalloc((n + 1) * sizeof(*k2));
+		for (size_t i = 0; i < n; i++)
+			pos[k[i].unit + 1]++;
+		for (size_t u = 1; u <= nu; u++)
+			pos[u] += pos[u - 1];
+		for (size_t i = 0; i < n; i++)
+			k2[pos[k[i].unit]++] = k[i];
+		free(pos);
+		free(k);
+		k = k2;
+	}
 	for (size_t i = 0; i < n; i++)
 		tmp[i] = v[k[i].i];
 	memcpy(v, tmp, n * sizeof(*v));
@@ -281,6 +296,50 @@ static int alloc_node_cmp(const void *a, const void *b)
 }
 
 /*
+ * One node: the same choice as pick() without sorting. At each level the
+ * tightest unit (fewest usable GPUs, then fewest candidate nodes, then the
+ * lowest id), then the tightest node: a lexicographic minimum over the
+ * candidates of the per-unit sums, computed in two passes.
+ */
+static size_t place_one(struct cyc *c, const struct req *q, struct cand *e, size_t ne, struct sched_alloc *out)
+{
+	int nl = c->s->settings.nlevels;
+	for (size_t i = 0; i < ne; i++)
+		for (int l = 0; l < nl; l++) {
+			int u = c->unit[l][e[i].node];
+			c->agg_free[l][u] += e[i].free;
+			c->agg_cnt[l][u]++;
+		}
+	size_t best = 0;
+	for (size_t i = 1; i < ne; i++) {
+		int d = 0;
+		for (int l = 0; l < nl && d == 0; l++) {
+			int a = c->unit[l][e[i].node], b = c->unit[l][e[best].node];
+			if (a == b)
+				continue;
+			if (c->agg_free[l][a] != c->agg_free[l][b])
+				d = c->agg_free[l][a] < c->agg_free[l][b] ? -1 : 1;
+			else if (c->agg_cnt[l][a] != c->agg_cnt[l][b])
+				d = c->agg_cnt[l][a] < c->agg_cnt[l][b] ? -1 : 1;
+			else
+				d = a < b ? -1 : 1;
+		}
+		if (d == 0)
+			d = leaf_cmp(&e[i], &e[best]);
+		if (d < 0)
+			best = i;
+	}
+	for (size_t i = 0; i < ne; i++)
+		for (int l = 0; l < nl; l++) {
+			int u = c->unit[l][e[i].node];
+			c->agg_free[l][u] = 0;
+			c->agg_cnt[l][u] = 0;
+		}
+	out[0] = (struct sched_alloc){ e[best].node, take_bits(e[best].pref, e[best].mask, q->g) };
+	return 1;
+}
+
+/*
  * Places q on GPUs of `base` (per node) usable during [t0, t1), away from
  * reservations. PLACE_NOW prefers nodes and GPUs whose next reservation is
  * soonest after t1 (short jobs go into holes before reservations, leaving
@@ -299,7 +358,7 @@ size_t sched__place(struct cyc *c, const struct req *q, const uint64_t *base, in
 		if (!c->up[n] || !model_ok(c, q, (int)n))
 			continue;
 		uint64_t m = base[n] & c->avail[n];
-		if (__builtin_popcountll(m) < q->g)
+		if (sched__pc(m) < q->g)
 			continue;
 		int64_t key = INT64_MAX;
 		uint64_t pref = 0;
@@ -313,7 +372,7 @@ size_t sched__place(struct cyc *c, const struct req *q, const uint64_t *base, in
 				pref |= x->mask;
 			}
 		}
-		int f = __builtin_popcountll(m);
+		int f = sched__pc(m);
 		if (f < q->g)
 			continue;
 		if (mode == PLACE_LATER) {
@@ -324,6 +383,8 @@ size_t sched__place(struct cyc *c, const struct req *q, const uint64_t *base, in
 	}
 	if (ne < (size_t)q->nmin)
 		return 0;
+	if (q->nmax == 1)
+		return place_one(c, q, e, ne, out);
 	struct cand *seg = e;
 	size_t nseg = ne;
 	size_t want = ne < (size_t)q->nmax ? ne : (size_t)q->nmax;
@@ -367,7 +428,17 @@ size_t sched__place(struct cyc *c, const struct req *q, const uint64_t *base, in
 
 static bool eligible(const struct cyc *c, const struct req *q, int n, uint64_t m)
 {
-	return c->up[n] && model_ok(c, q, n) && __builtin_popcountll(m & c->avail[n]) >= q->g;
+	return c->up[n] && model_ok(c, q, n) && sched__pc(m & c->avail[n]) >= q->g;
+}
+
+/* Counts a node that became eligible in its unit of the required level. */
+static void unit_up(const struct cyc *c, const struct req *q, int *ucnt, int *umax, int n)
+{
+	if (!ucnt)
+		return;
+	int v = ++ucnt[c->unit[q->required][n]];
+	if (v > *umax)
+		*umax = v;
 }
 
 static int i64_cmp(const void *a, const void *b)
@@ -389,14 +460,18 @@ int64_t sched__earliest(struct cyc *c, const struct req *q, int64_t rt, struct s
 	*na = 0;
 	if (q->model == -2)
 		return SCHED_NEVER;
+	int *ucnt = q->required >= 0 ? sched__xcalloc(2 * c->nn + 1, sizeof(int)) : NULL;
+	int umax = 0;
 	for (size_t n = 0; n < c->nn; n++) {
 		rm[n] = c->freemask[n];
 		last[n] = c->freemask[n];
 		rtime[n] = now;
-		if (eligible(c, q, (int)n, rm[n]))
+		if (eligible(c, q, (int)n, rm[n])) {
 			ec++;
+			unit_up(c, q, ucnt, &umax, (int)n);
+		}
 	}
-	if (ec >= (size_t)q->nmin) {
+	if (ec >= (size_t)q->nmin && (!ucnt || umax >= q->nmin)) {
 		*na = sched__place(c, q, rm, now, now + rt, PLACE_LATER, out);
 		if (*na)
 			return now;
@@ -441,12 +516,14 @@ int64_t sched__earliest(struct cyc *c, const struct req *q, int64_t rt, struct s
 				last[n] = 0;
 			}
 			last[n] |= r->mask;
-			if (!was && eligible(c, q, n, rm[n]))
+			if (!was && eligible(c, q, n, rm[n])) {
 				ec++;
+				unit_up(c, q, ucnt, &umax, n);
+			}
 		}
 		while (k < c->nresv && ends[k] == t)
 			k++;
-		if (ec >= (size_t)q->nmin) {
+		if (ec >= (size_t)q->nmin && (!ucnt || umax >= q->nmin)) {
 			*na = sched__place(c, q, rm, t, t + rt, PLACE_LATER, out);
 			if (*na) {
 				found = t;
@@ -455,6 +532,7 @@ int64_t sched__earliest(struct cyc *c, const struct req *q, int64_t rt, struct s
 		}
 	}
 	free(ends);
+	free(ucnt);
 	return found;
 }
 
@@ -522,7 +600,25 @@ bool sched__choose_victims(struct cyc *c, const struct sched_job *j, const struc
 	struct vcand *v = sched__xmalloc((s->nruns + 1) * sizeof(*v));
 	size_t nv = 0;
 	bool ok = false;
-	for (size_t i = 0; i < s->nruns; i++) {
+	if (!c->vsorted) { /* every preemptible run by cost, once per cycle */
+		struct vcand *all = sched__xmalloc((s->nruns + 1) * sizeof(*all));
+		size_t na = 0;
+		for (size_t i = 0; i < s->nruns; i++) {
+			const struct sched_run *r = &s->runs[i];
+			if (r->stopping || !r->preemptible)
+				continue;
+			int64_t ran = s->now - r->start;
+			all[na++] = (struct vcand){ i, (int64_t)c->run_gpus[i] * (ran > 0 ? ran : 0), r->start, r->run_id };
+		}
+		qsort(all, na, sizeof(*all), vcand_cmp);
+		c->vsorted = sched__xmalloc((na + 1) * sizeof(size_t));
+		for (size_t i = 0; i < na; i++)
+			c->vsorted[i] = all[i].run;
+		c->nvsorted = na;
+		free(all);
+	}
+	for (size_t vi = 0; vi < c->nvsorted; vi++) {
+		size_t i = c->vsorted[vi];
 		const struct sched_run *r = &s->runs[i];
 		if (c->victim[i] || r->stopping || !r->preemptible)
 			continue;
@@ -542,13 +638,16 @@ bool sched__choose_victims(struct cyc *c, const struct sched_job *j, const struc
 	}
 	if (!nv)
 		goto out;
-	qsort(v, nv, sizeof(*v), vcand_cmp);
 	uint64_t *av = sched__xmalloc(c->nn * sizeof(uint64_t) + 1);
 	memcpy(av, c->freemask, c->nn * sizeof(uint64_t));
 	size_t ec = 0;
+	int *ucnt = q->required >= 0 ? sched__xcalloc(2 * c->nn + 1, sizeof(int)) : NULL;
+	int umax = 0;
 	for (size_t n = 0; n < c->nn; n++)
-		if (eligible(c, q, (int)n, av[n]))
+		if (eligible(c, q, (int)n, av[n])) {
 			ec++;
+			unit_up(c, q, ucnt, &umax, (int)n);
+		}
 	size_t k = 0;
 	for (; k < nv; k++) {
 		const struct sched_run *r = &s->runs[v[k].run];
@@ -556,10 +655,12 @@ bool sched__choose_victims(struct cyc *c, const struct sched_job *j, const struc
 			int n = r->alloc[a].node;
 			bool was = eligible(c, q, n, av[n]);
 			av[n] |= r->alloc[a].gpus;
-			if (!was && eligible(c, q, n, av[n]))
+			if (!was && eligible(c, q, n, av[n])) {
 				ec++;
+				unit_up(c, q, ucnt, &umax, n);
+			}
 		}
-		if (ec < (size_t)q->nmin)
+		if (ec < (size_t)q->nmin || (ucnt && umax < q->nmin))
 			continue;
 		int64_t t = victims_end(c, v, NULL, k + 1);
 		if (sched__place(c, q, av, t, t + rt, PLACE_NOW, c->sc_alloc2)) {
@@ -569,9 +670,34 @@ bool sched__choose_victims(struct cyc *c, const struct sched_job *j, const struc
 		}
 	}
 	if (ok) {
-		/* Never more than needed: drop the dearest victims the gang can do without. */
+		/*
+		 * Never more than needed: first drop every victim the placement found
+		 * does not use; then, for small sets, each dearest victim the gang can
+		 * still do without.
+		 */
 		bool *drop = sched__xcalloc(k, sizeof(bool));
-		for (size_t x = k; x-- > 0;) {
+		size_t na = sched__place(c, q, av, victims_end(c, v, NULL, k), victims_end(c, v, NULL, k) + rt, PLACE_NOW,
+		                         c->sc_alloc2);
+		uint64_t *got = c->sc_mask;
+		for (size_t a = 0; a < na; a++)
+			got[c->sc_alloc2[a].node] = 0;
+		for (size_t a = 0; a < na; a++)
+			got[c->sc_alloc2[a].node] |= c->sc_alloc2[a].gpus;
+		for (size_t x = 0; x < k; x++) {
+			const struct sched_run *r = &s->runs[v[x].run];
+			bool used = false;
+			for (size_t a = 0; a < r->nalloc && !used; a++) {
+				for (size_t b = 0; b < na && !used; b++)
+					used = c->sc_alloc2[b].node == r->alloc[a].node && (got[r->alloc[a].node] & r->alloc[a].gpus);
+			}
+			drop[x] = !used;
+		}
+		size_t kept = 0;
+		for (size_t x = 0; x < k; x++)
+			kept += !drop[x];
+		for (size_t x = k; kept <= 16 && x-- > 0;) {
+			if (drop[x])
+				continue;
 			drop[x] = true;
 			victims_mask(c, v, drop, k, av);
 			int64_t t = victims_end(c, v, drop, k);
@@ -589,6 +715,7 @@ bool sched__choose_victims(struct cyc *c, const struct sched_job *j, const struc
 		free(drop);
 	}
 	free(av);
+	free(ucnt);
 out:
 	free(v);
 	return ok;
