@@ -154,14 +154,17 @@ int main(int argc, char **argv)
 	so.predict = opt_predict;
 	so.check = opt_check;
 	so.placements = place;
-	struct timespec t0, t1;
+	struct timespec t0, t1, c0, c1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
 	if (sim_run(&cl, &tr, &so, &res, &st, &err)) {
 		fprintf(stderr, "muster-sim: %s: %s\n", path, err.msg);
 		goto out;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
 	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	double cpu = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
 	rc = 0;
 	if (*opt_sched_out) {
 		FILE *f = open_out(opt_sched_out);
@@ -183,9 +186,10 @@ int main(int argc, char **argv)
 	}
 	if (!opt_quiet)
 		fprintf(stderr,
-		        "muster-sim: %zu jobs (%zu skipped, %zu cut to their limit), %zu passes, %zu preemptions in %.3f s: %.0f jobs/s\n",
-		        tr.njobs, tr.skipped, tr.truncated, st.events, st.preemptions, secs,
-		        secs > 0 ? (double)tr.njobs / secs : 0.0);
+		        "muster-sim: %zu jobs (%zu skipped, %zu cut to their limit), %zu passes, %zu preemptions; "
+		        "replay %.3f s wall, %.3f s CPU: %.0f jobs/s (CPU)\n",
+		        tr.njobs, tr.skipped, tr.truncated, st.events, st.preemptions, secs, cpu,
+		        cpu > 0 ? (double)tr.njobs / cpu : 0.0);
 out:
 	if (place)
 		rc |= close_out(place, opt_place_out);
