@@ -401,7 +401,11 @@ static int setup(struct cyc *c)
 		if (r->preemptible && !r->stopping && r->priority < c->min_preempt_prio)
 			c->min_preempt_prio = r->priority;
 	}
-	qsort(c->rel, c->nrel, sizeof(*c->rel), rel_cmp);
+	size_t sorted = 1;
+	while (sorted < c->nrel && rel_cmp(&c->rel[sorted - 1], &c->rel[sorted]) <= 0)
+		sorted++;
+	if (sorted < c->nrel)
+		qsort(c->rel, c->nrel, sizeof(*c->rel), rel_cmp);
 	size_t ns = nn ? nn : 1;
 	c->sc_cand = sched__xmalloc(ns * sizeof(struct cand));
 	c->sc_mask = sched__xmalloc(ns * sizeof(uint64_t));
@@ -558,7 +562,13 @@ static void compute_order(struct cyc *c)
 	struct okey *k = sched__xmalloc((nj + 1) * sizeof(*k));
 	for (size_t i = 0; i < nj; i++)
 		k[i] = (struct okey){ s->jobs[i].priority, c->prio[i], s->jobs[i].submit, s->jobs[i].id, i };
-	qsort(k, nj, sizeof(*k), s->settings.order == SCHED_ORDER_MULTIFACTOR ? order_mf_cmp : order_fcfs_cmp);
+	int (*cmp)(const void *, const void *) =
+		s->settings.order == SCHED_ORDER_MULTIFACTOR ? order_mf_cmp : order_fcfs_cmp;
+	size_t sorted = 1; /* callers often pass the queue in order already: skip the sort then */
+	while (sorted < nj && cmp(&k[sorted - 1], &k[sorted]) < 0)
+		sorted++;
+	if (sorted < nj)
+		qsort(k, nj, sizeof(*k), cmp);
 	for (size_t i = 0; i < nj; i++)
 		c->order[i] = k[i].idx;
 	free(k);
