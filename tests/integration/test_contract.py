@@ -215,8 +215,9 @@ def test_jobs(c):
                     command=['torchrun', '--nproc-per-node=8', 'train.py'],
                     env={'NCCL_DEBUG': 'WARN'}, workdir='/w', max_retries=2,
                     labels={'team': 'vision', 'run': 'a'})
-    st, _, b = cc('POST', '/v1/jobs', full, expect=201, what='admin, every field')
+    st, h, b = cc('POST', '/v1/jobs', full, expect=201, what='admin, every field')
     check_eq(st, 201, b)
+    check_eq(h.get('location'), '/v1/jobs/%d' % b['id'], 'Location of a new job')
     j1 = b['id']
     check_eq(b['time_limit'], 5400)
     check_eq(b['state'], 'PENDING')
@@ -323,6 +324,8 @@ def test_nodes(c):
     cc('POST', '/v1/nodes/gpu-001/drain', {'why': 'x'}, expect=400)
     cc('POST', '/v1/nodes/nope/drain', {'reason': 'x'}, expect=404)
     st, _, b = cc('POST', '/v1/nodes/gpu-001/resume', expect=200)
+    cc('POST', '/v1/nodes/gpu-002/resume', {}, expect=200, what='empty object body')
+    cc('POST', '/v1/nodes/gpu-002/resume', {'reason': 'x'}, expect=400)
     cc('POST', '/v1/nodes/nope/resume', expect=404)
     if S.get('vision'):
         cc('POST', '/v1/nodes/gpu-001/drain', {'reason': 'x'}, token=S['vision'], expect=403)
