@@ -101,6 +101,12 @@ def test_jobs(c):
     cc.expect({S['a_job'], S['asub_job']} <= {j['id'] for j in body['items']}, 'A misses its subtree')
     cc('GET', '/v1/jobs/%d' % S['a_job'], token=S['asub'], expect=404, what='child reads parent job')
     cc('GET', '/v1/jobs/%d' % S['asub_job'], token=a, expect=200, what='parent reads child job')
+    # a job's events are that job's only
+    st, _, body = cc('GET', '/v1/jobs/%d' % S['a_job'], token=a, expect=200)
+    if st == 200:
+        want = c.sql("SELECT id FROM events WHERE job_id = $1 ORDER BY id", S['a_job'])
+        check_eq(sorted(e['id'] for e in body['events']), [int(r[0]) for r in want], 'events of A job')
+        no_b_data(cc, 'A job detail', body)
     # writes that name B
     cc('POST', '/v1/jobs', job(tenant='b'), token=a, expect=404, what='A submits into B')
     cc('POST', '/v1/jobs', job(dependencies=[{'type': 'afterany', 'job_id': b_job}]), token=a,
