@@ -2,6 +2,9 @@
 (never the secret or its hash), delete = revoke (effective at once, even for a
 token the auth cache holds), who may mint what, scoping, whoami."""
 import hashlib
+import http.client
+import os
+import time
 import harness
 from harness import check, check_eq
 from test_admin_common import expect_problem, events, walk
@@ -150,6 +153,58 @@ def test_expired_token(c):
     check_eq(c.api("GET", "/v1/whoami", token=t)[0], 200)
     c.sql("UPDATE api_tokens SET expires_at = now() - interval '1 second' WHERE prefix = $1", t[:12])
     harness.wait_until(lambda: c.api("GET", "/v1/whoami", token=t)[0] == 401, 5, "expired token refused")
+
+
+def get_status(port, path, token):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", path, headers={"Authorization": "Bearer " + token})
+        r = conn.getresponse()
+        r.read()
+        return r.status
+    finally:
+        conn.close()
+
+
+def auth_cache_ttl():
+    """muster-api's auth cache keeps a principal this long (api/rest.c)."""
+    import re
+    src = open(os.path.join(harness.SOURCE_DIR, "api", "rest.c")).read()
+    m = re.search(r"#define AUTH_CACHE_TTL ([0-9.]+)", src)
+    return float(m.group(1)) if m else 1.0
+
+
+def test_revoke_seen_by_another_replica(c):
+    """A second muster-api on the same database: a token it has cached stops
+    working there within the auth cache TTL after a revoke on the first."""
+    port = harness.free_port()
+    c.start_process(["muster-api"], name="api-b",
+                    env={"MUSTER_HTTP_ADDR": "127.0.0.1:%d" % port,
+                         "MUSTER_GRPC_ADDR": "127.0.0.1:%d" % harness.free_port()},
+                    wait_for=lambda: _healthy(port))
+    st, _, t = c.api("POST", "/v1/tokens", {"role": "reader", "name": "two-replicas"})
+    check_eq(st, 201, t)
+    for _ in range(3):
+        check_eq(get_status(port, "/v1/whoami", t["token"]), 200)
+    check_eq(c.api("DELETE", "/v1/tokens/%d" % t["id"])[0], 204)
+    t0 = time.monotonic()
+    harness.wait_until(lambda: get_status(port, "/v1/whoami", t["token"]) == 401, 10,
+                       "revoked token refused by the other replica")
+    took = time.monotonic() - t0
+    print("revocation reached the other replica after %.2f s" % took)
+    # the TTL plus slack for a loaded 2-core machine
+    check(took <= auth_cache_ttl() + 1.5, "took %.2f s" % took)
+
+
+def _healthy(port):
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        conn.request("GET", "/healthz")
+        ok = conn.getresponse().status == 200
+        conn.close()
+        return ok
+    except OSError:
+        return False
 
 
 if __name__ == "__main__":
