@@ -162,25 +162,80 @@ int store_sched_renew(PGconn *c, int64_t epoch, struct mu_error *err)
 	return renew(c, epoch, err);
 }
 
+int store_sched_renew_for(PGconn *c, int64_t epoch, int leader_pid, struct mu_error *err)
+{
+	char ep[32], pid[16];
+	const char *p[2] = { ep, pid };
+	PGresult *r = NULL;
+	int ret;
+
+	snprintf(ep, sizeof(ep), "%" PRId64, epoch);
+	snprintf(pid, sizeof(pid), "%d", leader_pid);
+	ret = store_db_exec(c,
+			    "UPDATE scheduler_lease SET renewed_at = clock_timestamp()"
+			    " WHERE id = 1 AND epoch = $1::bigint AND backend_pid = $2::int"
+			    " AND " LOCK_HELD_BY("$2::int") " RETURNING 1",
+			    2, p, &r, err);
+	if (!ret && store_db_nrows(r) != 1)
+		ret = mu_error_set(err, MU_ENOTLEADER, "", "epoch %" PRId64 " is no longer the leader's", epoch);
+	store_db_clear(r);
+	return ret;
+}
+
+int store_sched_backend_pid(PGconn *c)
+{
+	return PQbackendPID(c);
+}
+
+/* The fence: this session still holds the leader lock and the lease still
+ * names our epoch and session. Nobody can bump the epoch without the lock,
+ * and the lock lives exactly as long as this session, so no row lock is
+ * needed (and none is taken: the lease heartbeat must not wait for a long
+ * cycle). */
+static int fence(PGconn *c, int64_t epoch, struct mu_error *err)
+{
+	char ep[32];
+	const char *p[1] = { ep };
+	PGresult *r = NULL;
+	int ret;
+
+	snprintf(ep, sizeof(ep), "%" PRId64, epoch);
+	ret = store_db_exec(c,
+			    "SELECT 1 FROM scheduler_lease WHERE id = 1 AND epoch = $1::bigint"
+			    " AND backend_pid = pg_backend_pid() AND " LOCK_HELD_BY("pg_backend_pid()"),
+			    1, p, &r, err);
+	if (!ret && store_db_nrows(r) != 1)
+		ret = mu_error_set(err, MU_ENOTLEADER, "", "epoch %" PRId64 " is no longer the leader's", epoch);
+	store_db_clear(r);
+	return ret;
+}
+
 int store_sched_cycle_begin(PGconn *c, int64_t epoch, struct mu_error *err)
 {
-	int ret = store_db_exec_simple(c, "BEGIN", err);
+	int ret = renew(c, epoch, err);
 
 	if (ret)
 		return ret;
-	/* The UPDATE locks the lease row until COMMIT: the fence. A leader
-	 * whose epoch was superseded, or whose session lost the lock, finds
-	 * nothing to update and writes nothing. */
-	ret = renew(c, epoch, err);
+	ret = store_db_exec_simple(c, "BEGIN", err);
+	if (ret)
+		return ret;
+	ret = fence(c, epoch, err);
 	if (ret)
 		store_sched_cycle_rollback(c);
 	return ret;
 }
 
-int store_sched_cycle_commit(PGconn *c, struct mu_error *err)
+int store_sched_cycle_commit(PGconn *c, int64_t epoch, struct mu_error *err)
 {
-	PGresult *r = PQexec(c, "COMMIT");
-	int ret = store_db_check(c, r, err);
+	PGresult *r;
+	int ret = fence(c, epoch, err);
+
+	if (ret) {
+		store_sched_cycle_rollback(c);
+		return ret;
+	}
+	r = PQexec(c, "COMMIT");
+	ret = store_db_check(c, r, err);
 
 	if (!ret && strcmp(PQcmdStatus(r), "COMMIT") != 0)
 		ret = mu_error_set(err, MU_EINTERNAL, "", "cycle transaction was rolled back at COMMIT");

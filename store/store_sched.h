@@ -5,11 +5,11 @@
  *
  * Leadership is the session-level advisory lock STORE_SCHED_LOCK_KEY held by
  * the very session that writes every decision, plus the lease row
- * scheduler_lease (migration 020) renewed through that session. Every cycle
- * runs in one transaction that starts by locking the lease row *with the
- * leader's epoch and backend pid* (store_sched_cycle_begin): a leader whose
- * session was terminated cannot write at all, and one whose epoch was
- * superseded finds no row and steps down.
+ * scheduler_lease (migration 020) renewed every second. Every cycle runs in
+ * one transaction that starts and ends by checking that this session holds
+ * the lock and the lease names the leader's epoch and backend pid
+ * (store_sched_cycle_begin/commit): a leader whose session was terminated
+ * cannot write at all, and one whose epoch was superseded steps down.
  *
  * Agent contract (what the agent side, or a test by SQL, drives):
  *   runs.state STARTING -> RUNNING (set started_at), then the run ends by
@@ -80,13 +80,25 @@ int store_sched_terminate(PGconn *c, int pid, bool *done, struct mu_error *err)
 int store_sched_renew(PGconn *c, int64_t epoch, struct mu_error *err)
 	__attribute__((warn_unused_result));
 
+/*
+ * The same from another session (the leader's lease heartbeat thread):
+ * renews only while `leader_pid` (the leader's backend, see
+ * store_sched_backend_pid) still holds the lock and the lease names it.
+ */
+int store_sched_renew_for(PGconn *c, int64_t epoch, int leader_pid, struct mu_error *err)
+	__attribute__((warn_unused_result));
+int store_sched_backend_pid(PGconn *c);
+
 /* ---- the cycle transaction --------------------------------------------- */
 
-/* BEGIN, then lock the lease row as ours (fence) and renew it. On
- * MU_ENOTLEADER the transaction is rolled back. */
+/* Renews the lease (autocommit), BEGIN, then checks the fence: this session
+ * holds the lock and the lease names our epoch and session. On
+ * MU_ENOTLEADER nothing was written and the transaction is rolled back. */
 int store_sched_cycle_begin(PGconn *c, int64_t epoch, struct mu_error *err)
 	__attribute__((warn_unused_result));
-int store_sched_cycle_commit(PGconn *c, struct mu_error *err) __attribute__((warn_unused_result));
+/* Checks the fence again, then COMMIT. */
+int store_sched_cycle_commit(PGconn *c, int64_t epoch, struct mu_error *err)
+	__attribute__((warn_unused_result));
 void store_sched_cycle_rollback(PGconn *c);
 
 struct store_sched_settings {

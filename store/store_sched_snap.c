@@ -78,12 +78,14 @@ static int64_t getl(const PGresult *r, int row, int col)
 static int load_nodes(PGconn *c, struct store_sched_snap *s, struct mu_arena *a, struct mu_error *err)
 {
 	PGresult *r = NULL;
+	/* GPU health as one bitmask per node (bit i = GPU i healthy), by one
+	 * aggregate join rather than a subquery per node. */
 	int ret = store_db_exec(c,
 				"SELECT n.id, n.name, n.address, n.topology, n.gpu_model, n.gpu_count, n.up,"
-				" n.drain, coalesce((SELECT array_agg(g.idx ORDER BY g.idx)::text FROM gpus g"
-				"   WHERE g.node_id = n.id AND g.healthy AND g.idx < 64), ''),"
-				" EXISTS (SELECT 1 FROM gpus g WHERE g.node_id = n.id)"
-				" FROM nodes n ORDER BY n.id",
+				" n.drain, coalesce(g.mask, 0), g.node_id IS NOT NULL"
+				" FROM nodes n LEFT JOIN (SELECT node_id, bit_or(CASE WHEN healthy AND idx < 64"
+				"   THEN (1::bigint << idx) ELSE 0 END) AS mask FROM gpus GROUP BY node_id) g"
+				"   ON g.node_id = n.id ORDER BY n.id",
 				0, NULL, &r, err);
 	if (ret)
 		goto out;
@@ -106,18 +108,7 @@ static int load_nodes(PGconn *c, struct store_sched_snap *s, struct mu_arena *a,
 			int k = n->gpu_count < 64 ? n->gpu_count : 64;
 			n->healthy_mask = k == 64 ? UINT64_MAX : ((UINT64_C(1) << k) - 1);
 		} else {
-			const char *v = store_db_get(r, row, 8);
-			char *end;
-			while (*v) {
-				long idx = strtol(v, &end, 10);
-				if (end == v) {
-					v++;
-					continue;
-				}
-				if (idx >= 0 && idx < 64)
-					n->healthy_mask |= UINT64_C(1) << idx;
-				v = end;
-			}
+			n->healthy_mask = (uint64_t)store_db_get_int64(r, row, 8);
 		}
 	}
 out:
@@ -286,11 +277,31 @@ static int load_policy(PGconn *c, struct store_sched_snap *s, struct mu_arena *a
 	store_db_clear(r);
 	r = NULL;
 
-	ret = store_db_exec(c,
-			    "SELECT d.id, d.state, coalesce(d.exit_code, -1) FROM jobs d WHERE d.id IN"
-			    " (SELECT (x->>'job_id')::bigint FROM jobs p, jsonb_array_elements(p.dependencies) x"
-			    "  WHERE p.state = 'PENDING' AND p.dependencies <> '[]'::jsonb) ORDER BY d.id",
-			    0, NULL, &r, err);
+	/* States of the jobs that pending jobs depend on: ids from the loaded
+	 * dependency texts, one indexed lookup (most clusters have few). */
+	{
+		struct sbuf ids = { 0 };
+		const char *dp[1];
+		sb_open(&ids);
+		for (size_t i = 0; i < s->njobs; i++) {
+			const char *t = s->jobs[i].dependencies;
+			if (t[0] != '[' || t[1] == ']')
+				continue;
+			while ((t = strstr(t, "\"job_id\""))) {
+				t += 8;
+				while (*t == ' ' || *t == ':')
+					t++;
+				sb_int(&ids, strtoll(t, NULL, 10));
+			}
+		}
+		sb_close(&ids);
+		dp[0] = ids.p;
+		ret = store_db_exec(c,
+				    "SELECT id, state, coalesce(exit_code, -1) FROM jobs WHERE id = ANY($1::bigint[])"
+				    " ORDER BY id",
+				    1, dp, &r, err);
+		mu_free(ids.p);
+	}
 	if (ret)
 		goto out;
 	s->ndeps = (size_t)store_db_nrows(r);

@@ -79,7 +79,7 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 	ret = store_sched_record_cycle(c, st, err);
 	if (ret)
 		goto out_rollback;
-	ret = store_sched_cycle_commit(c, err);
+	ret = store_sched_cycle_commit(c, epoch, err);
 	st->cycle_ms = scheduler_now_ms() - t0;
 	if (ret)
 		goto out;

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -35,6 +36,7 @@ static long long poll_ms;
 static long long stop_margin_ms;
 static bool migrate;
 static long long max_cycles;
+static long long max_stall_ms;
 
 static const struct mu_opt opts[] = {
 	{ "db", "MUSTER_DATABASE_URL", MU_OPT_STR, "", "PostgreSQL URL (libpq URI or key=value)", &db_url },
@@ -46,12 +48,106 @@ static const struct mu_opt opts[] = {
 	  "after a stop's grace period, wait this long for agents before ending the run", &stop_margin_ms },
 	{ "migrate", "MUSTER_MIGRATE", MU_OPT_BOOL, "true", "apply pending schema migrations at start",
 	  &migrate },
+	{ "max-stall", "MUSTER_SCHED_MAX_STALL", MU_OPT_DURATION, "30s",
+	  "the lease heartbeat stops renewing when the loop shows no progress for this long", &max_stall_ms },
 	{ "max-cycles", NULL, MU_OPT_INT, "0", "exit after this many cycles as leader (0 = run forever; benchmarks)",
 	  &max_cycles },
 	{ "log-level", "MUSTER_LOG_LEVEL", MU_OPT_STR, "info", "debug|info|warn|error", &log_level },
 };
 
 static volatile sig_atomic_t stopping;
+
+/*
+ * The lease heartbeat: a thread with its own session renews the lease every
+ * second while this process leads, so a long cycle (seconds at 10k nodes)
+ * does not look like a hung leader. It renews only while the loop shows
+ * progress (--max-stall), and only while the leader's own session still
+ * holds the lock; a stopped process (SIGSTOP, VM pause) stops both threads,
+ * so the lease expires and a standby fences it as before.
+ */
+static struct {
+	pthread_mutex_t mu;
+	int64_t epoch;
+	int pid;         /* the leader session's backend pid; 0 = not leading */
+	double progress; /* the loop's last sign of life (monotonic ms) */
+	double renewed;  /* the last successful renewal by either thread */
+} lease_hb = { .mu = PTHREAD_MUTEX_INITIALIZER };
+static char hb_name[240];
+
+static void hb_set(int64_t epoch, int pid, double now)
+{
+	pthread_mutex_lock(&lease_hb.mu);
+	lease_hb.epoch = epoch;
+	lease_hb.pid = pid;
+	lease_hb.progress = now;
+	lease_hb.renewed = now;
+	pthread_mutex_unlock(&lease_hb.mu);
+}
+
+static void hb_progress(double now, double renewed)
+{
+	pthread_mutex_lock(&lease_hb.mu);
+	lease_hb.progress = now;
+	if (renewed > lease_hb.renewed)
+		lease_hb.renewed = renewed;
+	pthread_mutex_unlock(&lease_hb.mu);
+}
+
+static double hb_renewed(void)
+{
+	pthread_mutex_lock(&lease_hb.mu);
+	double r = lease_hb.renewed;
+	pthread_mutex_unlock(&lease_hb.mu);
+	return r;
+}
+
+static void sleep_ms(long ms);
+
+static void *heartbeat(void *arg)
+{
+	PGconn *c = NULL;
+	struct mu_error err = { 0 };
+	bool stalled = false;
+
+	(void)arg;
+	while (!stopping) {
+		int64_t epoch;
+		int pid, ret;
+		double progress, now;
+
+		sleep_ms(1000);
+		pthread_mutex_lock(&lease_hb.mu);
+		epoch = lease_hb.epoch;
+		pid = lease_hb.pid;
+		progress = lease_hb.progress;
+		pthread_mutex_unlock(&lease_hb.mu);
+		if (!pid)
+			continue;
+		now = scheduler_now_ms();
+		if (now - progress > (double)max_stall_ms) {
+			if (!stalled)
+				mu_err("leader: epoch=%" PRId64 " loop stalled for %.0f ms; lease no longer renewed",
+				       epoch, now - progress);
+			stalled = true;
+			continue;
+		}
+		stalled = false;
+		if (!c && !(c = store_db_connect(db_url, hb_name, &err)))
+			continue;
+		ret = store_sched_renew_for(c, epoch, pid, &err);
+		if (!ret) {
+			pthread_mutex_lock(&lease_hb.mu);
+			if (lease_hb.pid == pid && lease_hb.epoch == epoch && now > lease_hb.renewed)
+				lease_hb.renewed = now;
+			pthread_mutex_unlock(&lease_hb.mu);
+		} else if (ret != MU_ENOTLEADER) {
+			store_db_close(c);
+			c = NULL;
+		}
+	}
+	store_db_close(c);
+	return NULL;
+}
 
 static void on_signal(int sig)
 {
@@ -150,6 +246,7 @@ static int lead(PGconn *c, int64_t epoch, const struct scheduler_cycle_opts *co,
 
 	if (!store_sched_lease_get(c, &l, &err))
 		lease_timeout_ms = l.lease_timeout * 1000;
+	hb_set(epoch, store_sched_backend_pid(c), last_renew);
 	mu_info("leader: epoch=%" PRId64 " (lease timeout %d ms)", epoch, lease_timeout_ms);
 	for (;;) {
 		double now = scheduler_now_ms();
@@ -157,6 +254,9 @@ static int lead(PGconn *c, int64_t epoch, const struct scheduler_cycle_opts *co,
 
 		if (stopping)
 			return 1;
+		hb_progress(now, last_renew);
+		if (hb_renewed() > last_renew)
+			last_renew = hb_renewed();
 		/* Our own clock says the lease may have expired (e.g. we were
 		 * stopped): a standby may lead already. Never write again on
 		 * this session. */
@@ -229,6 +329,13 @@ int main(int argc, char **argv)
 	snprintf(holder, sizeof(holder), "muster-scheduler:%s:%d", host, (int)getpid());
 	co.stop_margin_s = (int)(stop_margin_ms / 1000);
 
+	snprintf(hb_name, sizeof(hb_name), "%s:lease", holder);
+	pthread_t hb;
+	if (pthread_create(&hb, NULL, heartbeat, NULL)) {
+		mu_err("cannot start the lease heartbeat thread");
+		return 1;
+	}
+
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -260,8 +367,10 @@ int main(int argc, char **argv)
 		}
 		mu_info("%s: standing by", holder);
 		ret = standby(c, holder, &epoch);
-		if (ret == 0)
+		if (ret == 0) {
 			ret = lead(c, epoch, &co, &cycles);
+			hb_set(0, 0, 0);
+		}
 		/* Closing the session releases the lock: a standby leads within
 		 * its poll interval. After losing leadership we start over as a
 		 * standby on a fresh session. */
@@ -270,6 +379,7 @@ int main(int argc, char **argv)
 			break;
 		sleep_ms(ret == MU_ENOTLEADER ? 200 : 100);
 	}
+	pthread_join(hb, NULL);
 	mu_info("%s: stopped", holder);
 	mu_config_release(opts, sizeof(opts) / sizeof(opts[0]));
 	return 0;

@@ -8,6 +8,11 @@
 
 #include "alloc.h"
 
+/* Bounds one cycle's pending-reason UPDATE (a new leader over 100k pending
+ * jobs would otherwise rewrite them all in one cycle): jobs come in id
+ * order, and what is left differs still and is written next cycle. */
+#define SCHEDULER_MAX_REASON_WRITES 5000
+
 struct idmap {
 	int64_t id;
 	int idx;
@@ -500,6 +505,8 @@ void scheduler_decisions_from_core(const struct scheduler_snap *s, const struct 
 		int64_t ps = v->planned_start == SCHED_NEVER ? 0 : v->planned_start;
 		if (v->reason == SCHED_REASON_NONE)
 			continue; /* starts now */
+		if (np >= SCHEDULER_MAX_REASON_WRITES)
+			break; /* the rest follow in the next cycles */
 		if (!strcmp(reason, dj->pending_reason) && !strcmp(v->message, dj->pending_message) &&
 		    ps == dj->planned_start)
 			continue;
