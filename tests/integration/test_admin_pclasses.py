@@ -1,5 +1,7 @@
 """Priority classes over REST: CRUD, exactly one default, refusing to delete
 the default or a class jobs use, roles, bad requests that change nothing."""
+import threading
+
 import harness
 from harness import check, check_eq
 from test_admin_common import expect_problem, make_job, events, walk
@@ -78,6 +80,28 @@ def test_patch(c):
     check_eq(len(events(c, "priority_class.updated")), 3)
 
 
+def test_concurrent_defaults(c):
+    """Many classes marked default at once: all succeed, one default remains."""
+    for i in range(6):
+        check_eq(c.api("POST", "/v1/priority-classes", {"name": "race%d" % i, "priority": i})[0], 201)
+    results = []
+
+    def mark(name):
+        results.append(c.api("PATCH", "/v1/priority-classes/" + name, {"is_default": True})[0])
+
+    ts = [threading.Thread(target=mark, args=("race%d" % i,)) for i in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    check_eq(results, [200] * 6)
+    check_eq(len(defaults(c)), 1)
+    check_eq(c.api("PATCH", "/v1/priority-classes/normal", {"is_default": True})[0], 200)
+    for i in range(6):
+        check_eq(c.api("DELETE", "/v1/priority-classes/race%d" % i)[0], 204)
+    check_eq(defaults(c), ["normal"])
+
+
 def test_roles(c):
     c.make_tenant("ml")
     tt = c.make_token("tenant", tenant="ml")
@@ -94,6 +118,7 @@ def test_roles(c):
 
 
 def test_delete(c):
+    deleted = len(events(c, "priority_class.deleted"))
     expect_problem(c, "DELETE", "/v1/priority-classes/normal", None, 409, "conflict")  # the default
     job = make_job(c, "ml", pclass="urgent")
     b = expect_problem(c, "DELETE", "/v1/priority-classes/urgent", None, 409, "conflict")
@@ -104,7 +129,7 @@ def test_delete(c):
     check_eq(st, 204, b)
     expect_problem(c, "DELETE", "/v1/priority-classes/batch", None, 404, "not-found")
     expect_problem(c, "GET", "/v1/priority-classes/batch", None, 404, "not-found")
-    check_eq(len(events(c, "priority_class.deleted")), 1)
+    check_eq(len(events(c, "priority_class.deleted")), deleted + 1)
 
 
 if __name__ == "__main__":

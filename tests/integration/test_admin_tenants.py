@@ -1,5 +1,7 @@
 """Tenants over REST: create, list (subtree-scoped), get, PATCH (shares,
 description, moving a subtree), delete; roles; bad requests change nothing."""
+import threading
+
 import harness
 from harness import check, check_eq
 from test_admin_common import expect_problem, make_job, events, walk, snapshot
@@ -148,6 +150,40 @@ def test_move_subtree(c):
     # move back up to root
     st, _, b = c.api("PATCH", "/v1/tenants/c", {"parent": "root"})
     check_eq((st, b["path"]), (200, "root/c"))
+
+
+def tree_consistent(c):
+    """Every path is its parent's path + '/' + its name, down from root."""
+    bad = c.sql("SELECT t.name, t.path, p.path FROM tenants t LEFT JOIN tenants p ON p.id = t.parent_id"
+                " WHERE (t.parent_id IS NULL AND t.path <> 'root')"
+                " OR (t.parent_id IS NOT NULL AND t.path <> p.path || '/' || t.name)")
+    check_eq(bad, [], "inconsistent paths")
+
+
+def test_concurrent_moves_never_make_a_cycle(c):
+    """x under y and y under x at the same time: exactly one wins, every time."""
+    c.make_tenant("cx")
+    c.make_tenant("cy")
+    for round_ in range(8):
+        results = {}
+
+        def move(child, parent):
+            results[child] = c.api("PATCH", "/v1/tenants/" + child, {"parent": parent})
+
+        ts = [threading.Thread(target=move, args=a) for a in (("cx", "cy"), ("cy", "cx"))]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        codes = sorted(r[0] for r in results.values())
+        check_eq(codes, [200, 400], round_, results)
+        tree_consistent(c)
+        # back to both under root for the next round
+        for name in ("cx", "cy"):
+            if c.sql_value("SELECT p.name FROM tenants t JOIN tenants p ON p.id = t.parent_id"
+                           " WHERE t.name = $1", name) != "root":
+                check_eq(c.api("PATCH", "/v1/tenants/" + name, {"parent": "root"})[0], 200)
+    tree_consistent(c)
 
 
 def test_delete(c):
