@@ -140,8 +140,10 @@ struct ctx {
 	const char *hn[MAX_HEADERS], *hv[MAX_HEADERS];
 	size_t nh;
 	const char *ctype;    /* rest_result_text */
-	const char *text;
+	const char *text;     /* == owned */
 	size_t text_len;
+	char *owned;          /* malloc'd reply body, freed with the context */
+	char *body_copy;      /* NUL-terminated copy of the request body */
 	char token_sha[65];
 	const char *secret;
 };
@@ -155,6 +157,8 @@ static void ctx_free(struct ctx *c)
 {
 	if (c->rq.out)
 		json_decref(c->rq.out);
+	mu_free(c->owned);
+	mu_free(c->body_copy);
 	mu_arena_release(&c->arena);
 	mu_free(c);
 	atomic_fetch_sub(&inflight_requests, 1);
@@ -263,7 +267,15 @@ static void send_reply(struct ctx *c, int rc)
 		h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, ctype,
 			       strlen(ctype));
 	metrics_record(c->route, status, now_s() - c->t0);
-	h2o_send_inline(req, body.base ? body.base : "", body.len); /* copies the body */
+	if (c->text && rc >= 0) {
+		/* no copy: c->text lives until h2o disposes the request */
+		static h2o_generator_t generator = { NULL, NULL };
+
+		h2o_start_response(req, &generator);
+		h2o_send(req, &body, 1, H2O_SEND_STATE_FINAL);
+	} else {
+		h2o_send_inline(req, body.base ? body.base : "", body.len); /* copies the body */
+	}
 	mu_buf_release(&b);
 }
 
@@ -279,13 +291,28 @@ void rest_result_text(struct rest_req *rq, int status, const char *content_type,
 		      size_t len)
 {
 	struct ctx *c = ctx_of(rq);
-	char *copy = mu_arena_alloc(rq->arena, len + 1);
+	char *copy = mu_malloc(len + 1);
 
 	memcpy(copy, body, len);
+	copy[len] = '\0';
+	mu_free(c->owned);
 	rq->status = status;
 	c->ctype = mu_arena_strdup(rq->arena, content_type);
+	c->owned = copy;
 	c->text = copy;
 	c->text_len = len;
+}
+
+void rest_result_buf(struct rest_req *rq, int status, const char *content_type, struct mu_buf *b)
+{
+	struct ctx *c = ctx_of(rq);
+
+	mu_free(c->owned);
+	rq->status = status;
+	c->ctype = mu_arena_strdup(rq->arena, content_type);
+	c->text_len = b->len;
+	c->owned = mu_buf_detach(b);
+	c->text = c->owned;
 }
 
 void rest_add_header(struct rest_req *rq, const char *name, const char *value)
@@ -852,9 +879,11 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 		goto out;
 	}
 	if (req->entity.base) {
-		char *b = mu_arena_alloc(&c->arena, req->entity.len + 1);
+		char *b = mu_malloc(req->entity.len + 1);
 
 		memcpy(b, req->entity.base, req->entity.len);
+		b[req->entity.len] = '\0';
+		c->body_copy = b;
 		c->rq.body = b;
 		c->rq.body_len = req->entity.len;
 	}

@@ -1,6 +1,7 @@
 /* rest_jobs.c - the jobs endpoints; see docs/api.md "Jobs". */
 #include "rest_jobs.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -70,8 +71,7 @@ static void encode_jobs(struct rest_req *rq, struct store_job_submit *s)
 	} else {
 		codec_job_encode(&s->jobs[0], &b);
 	}
-	rest_result_text(rq, s->replayed ? 200 : 201, "application/json", b.p, b.len);
-	mu_buf_release(&b);
+	rest_result_buf(rq, s->replayed ? 200 : 201, "application/json", &b);
 	if (s->replayed)
 		rest_add_header(rq, "idempotent-replayed", "true");
 	if (!s->batch) {
@@ -280,8 +280,7 @@ static int list_run(PGconn *db, struct rest_req *rq, void *arg)
 	else
 		mu_buf_adds(&b, "null");
 	mu_buf_addc(&b, '}');
-	rest_result_text(rq, 200, "application/json", b.p, b.len);
-	mu_buf_release(&b);
+	rest_result_buf(rq, 200, "application/json", &b);
 	return 0;
 }
 
@@ -292,8 +291,9 @@ static bool parse_int(const char *s, long long lo, long long hi, long long *out)
 
 	if (!s || !*s || !((*s >= '0' && *s <= '9') || *s == '-'))
 		return false;
+	errno = 0;
 	v = strtoll(s, &end, 10);
-	if (*end || v < lo || v > hi)
+	if (*end || v < lo || v > hi || (errno == ERANGE && lo != LLONG_MIN))
 		return false;
 	*out = v;
 	return true;

@@ -37,6 +37,9 @@ int rest_defer_group(struct rest_req *rq, int kind, size_t weight, void *arg, re
 struct rest_req *rest_work_req(struct store_work *w);
 void *rest_work_arg(struct store_work *w);
 
+/* Like rest_result_text, but steals the buffer's memory (b is left empty). */
+void rest_result_buf(struct rest_req *rq, int status, const char *content_type, struct mu_buf *b);
+
 /* Appends the framework's Prometheus metrics (requests, latency, pool). */
 void rest_metrics_render(struct mu_buf *b);
 

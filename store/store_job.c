@@ -109,6 +109,7 @@ struct group_ctx {
 	struct class_info *classes;
 	size_t nclasses;
 	PGresult *deps;    /* id, path */
+	char *levels;      /* settings.topology_levels as JSON text, e.g. ["block", "rack"] */
 	PGresult *idem;    /* tenant_id, key, sha, JOB_COLS */
 };
 
@@ -163,7 +164,8 @@ static int load_refs(PGconn *c, struct group_ctx *g, struct store_job_submit **r
 		"  FROM tenants t LEFT JOIN quotas q ON q.tenant_id = t.id AND q.gpu_model = ''"
 		" WHERE t.name = ANY($1::text[])";
 	static const char classes_sql[] =
-		"SELECT name, id, default_time_limit, coalesce(max_time_limit, 0), is_default"
+		"SELECT name, id, default_time_limit, coalesce(max_time_limit, 0), is_default,"
+		"       (SELECT value::text FROM settings WHERE key = 'topology_levels')"
 		"  FROM priority_classes";
 	static const char deps_sql[] =
 		"SELECT j.id, t.path FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
@@ -232,6 +234,8 @@ static int load_refs(PGconn *c, struct group_ctx *g, struct store_job_submit **r
 		k->default_time = store_db_get_int64(r, (int)i, 2);
 		k->max_time = store_db_get_int64(r, (int)i, 3);
 		k->is_default = store_db_get_bool(r, (int)i, 4);
+		if (!g->levels)
+			g->levels = mu_arena_strdup(&g->a, store_db_get(r, (int)i, 5));
 	}
 	store_db_clear(r);
 	r = NULL;
@@ -255,6 +259,18 @@ static const char *dep_path(const struct group_ctx *g, int64_t id)
 	return NULL;
 }
 
+/* A topology level is one of settings.topology_levels (a JSON array of
+ * names made of [a-z0-9_-], so looking for the quoted name is exact). */
+static bool level_known(const struct group_ctx *g, const char *level)
+{
+	char quoted[64];
+
+	if (!level || !*level)
+		return true;
+	snprintf(quoted, sizeof(quoted), "\"%s\"", level);
+	return g->levels && strstr(g->levels, quoted);
+}
+
 /* Checks one request against the database's view; resolves tenant_id etc.
  * into the per-job side arrays. */
 static int validate(struct group_ctx *g, struct store_job_submit *s, int64_t *tenant_ids,
@@ -268,6 +284,12 @@ static int validate(struct group_ctx *g, struct store_job_submit *s, int64_t *te
 
 		if (!t || !t->found || !scope_sees(s->scope, t->path))
 			return fail_req(s, MU_ENOTFOUND, k, "tenant", "no such tenant");
+		if (!level_known(g, j->topo_required))
+			return fail_req(s, MU_EINVAL, k, "topology.required",
+					"not a topology level of this cluster (settings.topology_levels)");
+		if (!level_known(g, j->topo_preferred))
+			return fail_req(s, MU_EINVAL, k, "topology.preferred",
+					"not a topology level of this cluster (settings.topology_levels)");
 		if (!pc)
 			return fail_req(s, MU_ENOTFOUND, k, "priority_class",
 					j->priority_class ? "no such priority class"
@@ -373,14 +395,19 @@ static void copy_str(struct mu_buf *b, const char *v)
 		mu_buf_add(b, "\\N", 2);
 		return;
 	}
-	for (; *v; v++) {
+	while (*v) {
+		size_t n = strcspn(v, "\\\t\n\r");
+
+		mu_buf_add(b, v, n);
+		v += n;
 		switch (*v) {
 		case '\\': mu_buf_add(b, "\\\\", 2); break;
 		case '\t': mu_buf_add(b, "\\t", 2); break;
 		case '\n': mu_buf_add(b, "\\n", 2); break;
 		case '\r': mu_buf_add(b, "\\r", 2); break;
-		default: mu_buf_addc(b, *v);
+		default: return;
 		}
+		v++;
 	}
 }
 

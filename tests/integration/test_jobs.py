@@ -90,6 +90,18 @@ def test_time_limits(c):
     check_eq(p["field"], "time_limit")
 
 
+def test_topology_levels_from_settings(c):
+    st, _, p = c.api("POST", "/v1/jobs", job("root", topology={"preferred": "pod"}))
+    check_eq(st, 400, p)
+    check_eq((p["type"], p["field"]), ("https://muster.dev/problems/invalid-request",
+                                       "topology.preferred"))
+    check_eq(c.api("POST", "/v1/jobs", job("root", topology={"preferred": "block"}))[0], 201)
+    c.sql("UPDATE settings SET value = '[\"block\", \"rack\", \"pod\"]' WHERE key = 'topology_levels'")
+    st, _, j = c.api("POST", "/v1/jobs", job("root", topology={"required": "pod"}))
+    check_eq(st, 201, j)
+    check_eq(j["topology"], {"required": "pod", "preferred": None})
+
+
 def test_batch_all_or_nothing(c):
     tenant(c, "batchy")
     before = count_jobs(c)

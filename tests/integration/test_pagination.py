@@ -52,9 +52,10 @@ def test_pages_under_concurrent_inserts(c):
         for w in writers:
             w.join()
     check_eq(errors, [])
-    st, _, p = c.api("GET", "/v1/jobs?cursor=abc")
-    check_eq(st, 400, p)
-    check_eq(p["field"], "cursor")
+    for bad in ["abc", "-1", "99999999999999999999999", "1.5"]:
+        st, _, p = c.api("GET", "/v1/jobs?cursor=" + bad)
+        check_eq(st, 400, bad, p)
+        check_eq(p["field"], "cursor", bad)
 
 
 if __name__ == "__main__":
