@@ -14,6 +14,7 @@ well over 40 rows on the jobs endpoints alone.
 """
 import json
 import os
+import signal
 import sys
 
 import harness
@@ -337,6 +338,12 @@ def test_server_still_healthy(c):
     check(c.api_proc.poll() is None, 'muster-api exited')
     st, _, b = c.api('GET', '/v1/jobs/%d' % S['beta_job'], token=S['beta'])
     check_eq(st, 200, b)
+    # and it shuts down cleanly: exit 0, no sanitizer report (ASan/UBSan builds)
+    rc = c.kill_api(signal.SIGTERM)
+    log = c.log_text('api')
+    check('Sanitizer' not in log and 'runtime error' not in log,
+          'sanitizer report in the api log:\n' + log[-3000:])
+    check_eq(rc, 0, 'muster-api exit status after SIGTERM')
 
 
 if __name__ == '__main__':
