@@ -18,6 +18,7 @@ struct rel {
 /* A reservation interval on one node, chained per node from rhead[node]. */
 struct resv {
 	int next;
+	int node;
 	int64_t start, end;
 	uint64_t mask;
 };

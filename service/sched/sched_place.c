@@ -28,7 +28,7 @@ void sched__add_crel(struct cyc *c, int64_t t, int node, uint64_t mask, int run)
 void sched__add_resv(struct cyc *c, int node, uint64_t mask, int64_t start, int64_t end)
 {
 	c->resv = sched__grow(c->resv, &c->cap_resv, c->nresv + 1, sizeof(*c->resv));
-	c->resv[c->nresv] = (struct resv){ c->rhead[node], start, end, mask };
+	c->resv[c->nresv] = (struct resv){ c->rhead[node], node, start, end, mask };
 	c->rhead[node] = (int)c->nresv++;
 }
 
@@ -441,98 +441,147 @@ static void unit_up(const struct cyc *c, const struct req *q, int *ucnt, int *um
 		*umax = v;
 }
 
-static int i64_cmp(const void *a, const void *b)
+/* A change of a node's reservation blocking during a sweep. */
+struct bev {
+	int64_t t;
+	int node;
+};
+
+static int bev_cmp(const void *a, const void *b)
 {
-	return cmp_i64(*(const int64_t *)a, *(const int64_t *)b);
+	const struct bev *x = a, *y = b;
+	if (x->t != y->t)
+		return cmp_i64(x->t, y->t);
+	return (x->node > y->node) - (x->node < y->node);
+}
+
+/* GPUs of node n held by a reservation overlapping [t, t + rt). */
+static uint64_t blocked_at(const struct cyc *c, int n, int64_t t, int64_t rt)
+{
+	uint64_t m = 0;
+	for (int r = c->rhead[n]; r >= 0; r = c->resv[r].next)
+		if (c->resv[r].start < t + rt && t < c->resv[r].end)
+			m |= c->resv[r].mask;
+	return m;
+}
+
+struct sweep {
+	const struct req *q;
+	int *ucnt;       /* eligible nodes per unit of the required level */
+	size_t units_ok; /* units with at least nmin eligible nodes */
+	size_t ec;       /* eligible nodes */
+};
+
+static void sweep_count(struct cyc *c, struct sweep *w, int n, int delta)
+{
+	w->ec += (size_t)(ptrdiff_t)delta;
+	if (!w->ucnt)
+		return;
+	int *u = &w->ucnt[c->unit[w->q->required][n]];
+	bool before = *u >= w->q->nmin;
+	*u += delta;
+	bool after = *u >= w->q->nmin;
+	if (before != after)
+		w->units_ok += after ? 1 : (size_t)-1;
 }
 
 /*
  * Sweeps the time profile for the earliest t >= now at which q fits for rt
- * seconds without touching a reservation. Returns t (allocation in out) or
- * SCHED_NEVER.
+ * seconds without touching a reservation. Eligibility is kept exact as t
+ * advances (GPUs released, reservations starting to block the window
+ * [t, t + rt) at their start - rt + 1 and ceasing at their end), so a
+ * placement is attempted only when enough eligible nodes exist. Returns t
+ * (allocation in out) or SCHED_NEVER.
  */
 int64_t sched__earliest(struct cyc *c, const struct req *q, int64_t rt, struct sched_alloc *out, size_t *na)
 {
 	uint64_t *rm = c->sc_mask, *last = c->sc_last;
 	int64_t *rtime = c->sc_time;
 	int64_t now = c->now;
-	size_t ec = 0;
 	*na = 0;
 	if (q->model == -2)
 		return SCHED_NEVER;
-	int *ucnt = q->required >= 0 ? sched__xcalloc(2 * c->nn + 1, sizeof(int)) : NULL;
-	int umax = 0;
+	uint64_t *blk = sched__xcalloc(c->nn + 1, sizeof(uint64_t));
+	struct sweep w = { q, q->required >= 0 ? sched__xcalloc(2 * c->nn + 1, sizeof(int)) : NULL, 0, 0 };
+	struct bev *bev = sched__xmalloc((2 * c->nresv + 1) * sizeof(*bev));
+	size_t nbev = 0;
+	for (size_t i = 0; i < c->nresv; i++) {
+		const struct resv *r = &c->resv[i];
+		int64_t from = r->start - rt + 1;
+		if (r->end <= now)
+			continue;
+		if (from > now && from < r->end)
+			bev[nbev++] = (struct bev){ from, r->node };
+		bev[nbev++] = (struct bev){ r->end, r->node };
+	}
+	qsort(bev, nbev, sizeof(*bev), bev_cmp);
 	for (size_t n = 0; n < c->nn; n++) {
 		rm[n] = c->freemask[n];
 		last[n] = c->freemask[n];
 		rtime[n] = now;
-		if (eligible(c, q, (int)n, rm[n])) {
-			ec++;
-			unit_up(c, q, ucnt, &umax, (int)n);
-		}
+		if (c->rhead[n] >= 0)
+			blk[n] = blocked_at(c, (int)n, now, rt);
+		if (eligible(c, q, (int)n, rm[n] & ~blk[n]))
+			sweep_count(c, &w, (int)n, +1);
 	}
-	if (ec >= (size_t)q->nmin && (!ucnt || umax >= q->nmin)) {
-		*na = sched__place(c, q, rm, now, now + rt, PLACE_LATER, out);
-		if (*na)
-			return now;
-	}
-	int64_t *ends = sched__xmalloc((c->nresv + 1) * sizeof(int64_t));
-	for (size_t i = 0; i < c->nresv; i++)
-		ends[i] = c->resv[i].end;
-	qsort(ends, c->nresv, sizeof(*ends), i64_cmp);
 	size_t i = 0, j = 0, k = 0;
-	int64_t found = SCHED_NEVER;
+	int64_t t = now, found = SCHED_NEVER;
 	for (;;) {
-		while (i < c->nrel && (c->victim[c->rel[i].run] || c->rel[i].t <= now))
-			i++;
-		while (k < c->nresv && ends[k] <= now)
-			k++;
-		int64_t t = INT64_MAX;
-		if (i < c->nrel)
-			t = c->rel[i].t;
-		if (j < c->ncrel && c->crel[j].t < t)
-			t = c->crel[j].t;
-		if (k < c->nresv && ends[k] < t)
-			t = ends[k];
-		if (t == INT64_MAX)
-			break;
-		for (;;) {
-			const struct rel *r = NULL;
-			if (i < c->nrel && c->rel[i].t == t && !c->victim[c->rel[i].run])
-				r = &c->rel[i++];
-			else if (i < c->nrel && c->rel[i].t == t)
-				i++;
-			else if (j < c->ncrel && c->crel[j].t == t)
-				r = &c->crel[j++];
-			else
-				break;
-			if (!r)
-				continue;
-			int n = r->node;
-			bool was = eligible(c, q, n, rm[n]);
-			rm[n] |= r->mask & c->avail[n];
-			if (rtime[n] != t) {
-				rtime[n] = t;
-				last[n] = 0;
-			}
-			last[n] |= r->mask;
-			if (!was && eligible(c, q, n, rm[n])) {
-				ec++;
-				unit_up(c, q, ucnt, &umax, n);
-			}
-		}
-		while (k < c->nresv && ends[k] == t)
-			k++;
-		if (ec >= (size_t)q->nmin && (!ucnt || umax >= q->nmin)) {
+		if (w.ec >= (size_t)q->nmin && (!w.ucnt || w.units_ok > 0)) {
 			*na = sched__place(c, q, rm, t, t + rt, PLACE_LATER, out);
 			if (*na) {
 				found = t;
 				break;
 			}
 		}
+		while (i < c->nrel && (c->victim[c->rel[i].run] || c->rel[i].t <= now))
+			i++;
+		t = INT64_MAX;
+		if (i < c->nrel)
+			t = c->rel[i].t;
+		if (j < c->ncrel && c->crel[j].t < t)
+			t = c->crel[j].t;
+		if (k < nbev && bev[k].t < t)
+			t = bev[k].t;
+		if (t == INT64_MAX)
+			break;
+		for (;;) {
+			const struct rel *r = NULL;
+			int n;
+			if (i < c->nrel && c->rel[i].t == t) {
+				if (c->victim[c->rel[i].run]) {
+					i++;
+					continue;
+				}
+				r = &c->rel[i++];
+				n = r->node;
+			} else if (j < c->ncrel && c->crel[j].t == t) {
+				r = &c->crel[j++];
+				n = r->node;
+			} else if (k < nbev && bev[k].t == t) {
+				n = bev[k++].node;
+			} else {
+				break;
+			}
+			bool was = eligible(c, q, n, rm[n] & ~blk[n]);
+			if (r) {
+				rm[n] |= r->mask & c->avail[n];
+				if (rtime[n] != t) {
+					rtime[n] = t;
+					last[n] = 0;
+				}
+				last[n] |= r->mask;
+			} else {
+				blk[n] = blocked_at(c, n, t, rt);
+			}
+			bool is = eligible(c, q, n, rm[n] & ~blk[n]);
+			if (was != is)
+				sweep_count(c, &w, n, is ? +1 : -1);
+		}
 	}
-	free(ends);
-	free(ucnt);
+	free(bev);
+	free(blk);
+	free(w.ucnt);
 	return found;
 }
 
