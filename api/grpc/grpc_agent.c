@@ -987,6 +987,8 @@ static void *agent_main(void *arg)
 		}
 		push_dirty(db);
 	}
+	if (db)
+		flush_heartbeats(db); /* what arrived before the stop is kept */
 	store_db_close(db);
 	return NULL;
 }
@@ -1014,6 +1016,8 @@ void grpc_agent_stop(void)
 	pthread_join(G.thread, NULL);
 	G.running = false;
 	pthread_mutex_lock(&G.mu);
+	mu_info("grpc heartbeats received=%llu flushed=%llu unflushed=%zu",
+		(unsigned long long)G.hb_received, (unsigned long long)G.hb_flushed, G.n_hb_nodes);
 	list = G.list;
 	G.list = NULL;
 	pthread_mutex_unlock(&G.mu);
