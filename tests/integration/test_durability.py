@@ -4,6 +4,7 @@
 import http.client
 import json
 import signal
+import subprocess
 import threading
 import time
 
@@ -57,6 +58,29 @@ def test_kill9_during_submits(c):
     st, _, j = c.api("POST", "/v1/jobs", job("root"))
     check_eq(st, 201, j)
     check(j["id"] > max(ids))
+
+
+def test_database_restart_reconnects(c):
+    """PostgreSQL goes away under a running muster-api: requests answer 503
+    `unavailable` (never hang, never 201), /readyz says 503, and the pool
+    reconnects by itself once the database is back."""
+    st, _, j = c.api("POST", "/v1/jobs", job("root"))
+    check_eq(st, 201, j)
+    subprocess.run([c.devdb, "stop", "--dir", c.state_dir], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    try:
+        for _ in range(3):
+            st, _, p = c.api("POST", "/v1/jobs", job("root"), timeout=30)
+            check_eq(st, 503, p)
+            check_eq(p["type"], "https://muster.dev/problems/unavailable")
+        check_eq(c.api("GET", "/readyz", token="")[0], 503)
+        check_eq(c.api("GET", "/healthz", token="")[0], 200)
+    finally:
+        subprocess.run([c.devdb, "start", "--dir", c.state_dir], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+    c.wait_until(lambda: c.api("POST", "/v1/jobs", job("root"))[0] == 201, 30, "reconnect")
+    check_eq(c.api("GET", "/readyz", token="")[0], 200)
+    check_eq(c.api("GET", "/v1/jobs/%d" % j["id"])[0], 200)
 
 
 if __name__ == "__main__":
