@@ -616,7 +616,7 @@ static void *cq_main(void *arg)
 
 int api_grpc_start(const struct api_grpc_config *cfg)
 {
-	grpc_arg args[2];
+	grpc_arg args[6];
 	grpc_channel_args ch;
 	grpc_server_credentials *creds;
 	sigset_t block, old;
@@ -640,7 +640,20 @@ int api_grpc_start(const struct api_grpc_config *cfg)
 	args[1].type = GRPC_ARG_INTEGER;
 	args[1].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
 	args[1].value.integer = 4 << 20;
-	ch.num_args = 2;
+	/* notice dead agents (no FIN) within ~40 s; let clients ping every 10 s */
+	args[2].type = GRPC_ARG_INTEGER;
+	args[2].key = (char *)GRPC_ARG_KEEPALIVE_TIME_MS;
+	args[2].value.integer = 30000;
+	args[3].type = GRPC_ARG_INTEGER;
+	args[3].key = (char *)GRPC_ARG_KEEPALIVE_TIMEOUT_MS;
+	args[3].value.integer = 10000;
+	args[4].type = GRPC_ARG_INTEGER;
+	args[4].key = (char *)GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS;
+	args[4].value.integer = 10000;
+	args[5].type = GRPC_ARG_INTEGER;
+	args[5].key = (char *)GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS;
+	args[5].value.integer = 1;
+	ch.num_args = 6;
 	ch.args = args;
 	g.server = grpc_server_create(&ch, NULL);
 	g.cq = grpc_completion_queue_create_for_next(NULL);
