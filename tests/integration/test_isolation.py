@@ -39,8 +39,9 @@ def job(**kw):
 
 
 def setup(c):
-    if S:
+    if S.get('ready'):
         return S['cc']
+    check(not S, 'setup failed in an earlier test')
     if not routed('POST', '/v1/jobs'):
         skip('no route yet for POST /v1/jobs')
     S.update(spec_check.sql_fixtures(
@@ -67,6 +68,7 @@ def setup(c):
     st, _, b = cc('POST', '/v1/jobs', job(name='b-idem'), token=S['b'],
                   headers={'Idempotency-Key': 'shared-key'}, expect=201)
     S['b_idem'] = b['id']
+    S['ready'] = True
     return cc
 
 
