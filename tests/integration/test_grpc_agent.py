@@ -283,5 +283,40 @@ def test_reconnect_resync(c):
     a.close()
 
 
+def test_with_scheduler(c):
+    """The whole loop with the real scheduler: submit over gRPC, the
+    scheduler places the job on the agent's node, the agent gets it in its
+    desired state, reports RUNNING then EXITED, the job completes."""
+    s = setup(c)
+    harness.require_binary("muster-scheduler")
+    A = s["pb"]["agent"]
+    J = s["pb"]["jobs"]
+    tok = make_token(c, "agent", node="gpu-n3")
+    a = Agent(s["agent"], tok, register("gpu-n3", "10.0.0.3", ngpus=8))
+    check_eq(a.recv().WhichOneof("msg"), "ack")
+    a.desired()
+    # only gpu-n3 may take the job
+    c.sql("UPDATE nodes SET drain = true, drain_reason = 'test' WHERE name <> 'gpu-n3'")
+    c.start_process(["muster-scheduler", "--db", c.db_url, "--log-level", "info"], name="scheduler")
+    job = s["jobs"].Submit(J.SubmitJobRequest(job=J.JobSpec(
+        nodes=1, gpus_per_node=4, command=["python", "-c", "print(1)"], time_limit="5:00")),
+        metadata=md(s["user"]), timeout=10).job
+    d = a.desired(lambda d: any(r.job_id == job.id for r in d.runs), timeout=20)
+    r = [r for r in d.runs if r.job_id == job.id][0]
+    check_eq((len(r.gpu_indices), r.node_rank, len(r.nodes), r.nodes[0].name), (4, 0, 1, "gpu-n3"))
+    check(r.master_addr == "10.0.0.3" and r.master_port > 0, r)
+    a.send(A.AgentMessage(run_status=A.RunStatus(run_id=r.run_id, phase=A.RUN_PHASE_RUNNING)))
+    c.wait_until(lambda: s["jobs"].Get(J.GetJobRequest(job_id=job.id), metadata=md(s["user"]),
+                                       timeout=10).state == "RUNNING", timeout=20, what="job RUNNING")
+    a.send(A.AgentMessage(run_status=A.RunStatus(run_id=r.run_id, phase=A.RUN_PHASE_EXITED, exit_code=0)))
+    c.wait_until(lambda: s["jobs"].Get(J.GetJobRequest(job_id=job.id), metadata=md(s["user"]),
+                                       timeout=10).state == "COMPLETED", timeout=20, what="job COMPLETED")
+    a.desired(lambda d: not any(x.job_id == job.id for x in d.runs))
+    g = s["jobs"].Get(J.GetJobRequest(job_id=job.id), metadata=md(s["user"]), timeout=10)
+    check_eq((g.has_exit_code, g.exit_code), (True, 0))
+    check_eq([x.state for x in g.runs], ["COMPLETED"])
+    a.close()
+
+
 if __name__ == "__main__":
     harness.main(api=True)
