@@ -5,7 +5,7 @@
 (UNAUTHENTICATED, PERMISSION_DENIED), tenant isolation (NOT_FOUND), bad input
 (INVALID_ARGUMENT, also for bytes that are not a protobuf), unknown methods
 (UNIMPLEMENTED), the exclusive bind, and the same job rules as REST."""
-import socket
+import signal
 import threading
 import time
 
@@ -347,6 +347,32 @@ def test_many_calls(c):
         s["jobs"].List(J.ListJobsRequest(page_size=1), metadata=md(s["a"]), timeout=10)
     dt = time.monotonic() - t0
     print("grpc List page_size=1: %d sequential calls in %.2fs (%.0f/s)" % (n, dt, n / dt))
+
+
+def test_stop_with_open_streams(c):
+    """SIGTERM with Watch streams open: the streams end UNAVAILABLE (clients
+    reconnect with their cursor), muster-api exits 0 promptly."""
+    s = setup(c)
+    J = s["pb"]["jobs"]
+    H = s["pb"]["health"]
+    w = s["jobs"].Watch(J.WatchJobsRequest(after_event_id=-1), metadata=md(s["a"]))
+    h = s["health"].Watch(H.HealthCheckRequest(service=""))
+    check_eq(next(h).status, H.HealthCheckResponse.SERVING)
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    rc = c.kill_api(signal.SIGTERM)
+    dt = time.monotonic() - t0
+    check_eq(rc, 0, c.log_text("api")[-2000:])
+    check(dt < 5, "muster-api took %.1fs to stop" % dt)
+    for stream in (w, h):
+        try:
+            for _ in stream:
+                pass
+            raise harness.CheckFailed("stream ended without a status")
+        except s["grpc"].RpcError as e:
+            check(e.code() in (s["grpc"].StatusCode.UNAVAILABLE, s["grpc"].StatusCode.CANCELLED), e.code())
+    check("grpc stopped" in c.log_text("api"), c.log_text("api")[-2000:])
+    c.start_api()
 
 
 if __name__ == "__main__":
