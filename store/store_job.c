@@ -634,7 +634,8 @@ static int submit_once(PGconn *c, struct store_job_submit **reqs, size_t n, stru
 		cids[i] = mu_calloc(reqs[i]->n + 1, sizeof(**cids));
 	}
 	/* Job ids become visible in order: see store_job.h. */
-	ret = store_db_exec_simple(c, "BEGIN; SELECT pg_advisory_xact_lock(7887321460016)", err);
+	ret = store_db_exec_simple(c, "BEGIN; SELECT pg_advisory_xact_lock(" STORE_JOB_INSERT_LOCK ")",
+				   err);
 	if (ret < 0)
 		goto out;
 	ret = load_refs(c, &g, reqs, n, err);

@@ -29,7 +29,7 @@
 #include "db.h"
 #include "error.h"
 
-#define STORE_JOB_INSERT_LOCK INT64_C(0x6d75737465720010)
+#define STORE_JOB_INSERT_LOCK "7887321460016" /* pg_advisory_xact_lock key (bigint) */
 
 /* A job: the input of a submit (fields marked "in") and every output. */
 struct store_job {
