@@ -131,6 +131,21 @@ def undocumented(schema, value, path=''):
     return out
 
 
+def _schema_has_path(schema, parts):
+    if not parts:
+        return True
+    head, rest = parts[0], parts[1:]
+    for b in _branches(schema):
+        if head in b.get('properties', {}) and _schema_has_path(b['properties'][head], rest):
+            return True
+        ap = b.get('additionalProperties')
+        if isinstance(ap, dict) and _schema_has_path(ap, rest):
+            return True
+        if head.isdigit() and isinstance(b.get('items'), dict) and _schema_has_path(b['items'], rest):
+            return True
+    return False
+
+
 class Operation:
     def __init__(self, method, template, raw, resolved):
         self.method = method.upper()
@@ -165,6 +180,18 @@ class Operation:
             if key in rs:
                 return rs[key]
         return None
+
+    def field_known(self, field):
+        """Whether a problem's `field` names an input of this operation: a
+        parameter (query, header, path) or a dotted path into the request body
+        (`jobs.17.nodes`, `env.FOO`)."""
+        names = {p['name'] for p in self.op.get('parameters', [])}
+        if field in names:
+            return True
+        schema = self.request_schema()
+        if schema is None:
+            return False
+        return _schema_has_path(schema, field.split('.'))
 
     def request_schema(self, content_type='application/json'):
         body = self.op.get('requestBody')
@@ -276,6 +303,11 @@ class Spec:
             if ctype == 'application/problem+json' and isinstance(value, dict):
                 if value.get('status') != status:
                     problems.append('%s: problem status %r != HTTP status' % (where, value.get('status')))
+                f = value.get('field')
+                if f is not None and value.get('type', '').endswith('/unknown-field'):
+                    f = f.rpartition('.')[0] or None  # the unknown key's parent must exist
+                if f is not None and status != 405 and not op.field_known(f):
+                    problems.append('%s: problem field %r names no input of %s' % (where, f, op.id))
             return problems
         if schema and schema.get('type') == 'string':
             try:
