@@ -162,7 +162,7 @@ def bench_cycle(args):
         pg.query("ANALYZE")
         print("setup: %d nodes x 8 GPUs, %d running runs, %d pending (%d GPUs each) in %.1f s"
               % (N, R, P, need, time.monotonic() - t0))
-        p = start_scheduler(c, "sched", "--max-cycles", str(args.cycles), "--tick", "100ms",
+        p = start_scheduler(c, "sched", "--max-cycles", str(args.cycles), "--tick", "100ms", "--full-every", "0",
                             "--log-level", "debug")
         p.wait(timeout=600)
         log = c.log_text("sched")

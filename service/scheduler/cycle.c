@@ -17,7 +17,7 @@ double scheduler_now_ms(void)
 }
 
 int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_opts *o,
-			struct store_sched_stats *st, struct mu_error *err)
+			struct store_sched_stats *st, bool *did_full, struct mu_error *err)
 {
 	struct store_sched_settings set;
 	struct store_sched_snap db = { 0 };
@@ -46,6 +46,17 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 		ret = store_sched_sync_running(c, &running, err);
 	if (ret)
 		goto out_rollback;
+	if (did_full)
+		*did_full = false;
+	if (!o->full && !(down || timeouts || expired || ended || running)) {
+		/* A quiet tick: nothing to decide. Skipping the snapshot keeps an
+		 * idle 10k-node cluster from reloading it every second. */
+		ret = store_sched_cycle_commit(c, epoch, err);
+		st->cycle_ms = scheduler_now_ms() - t0;
+		goto out;
+	}
+	if (did_full)
+		*did_full = true;
 
 	t1 = scheduler_now_ms();
 	ret = store_sched_snap_load(c, &db, err);

@@ -8,6 +8,7 @@
 #ifndef SCHEDULER_CYCLE_H
 #define SCHEDULER_CYCLE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "db.h"
@@ -16,15 +17,18 @@
 
 struct scheduler_cycle_opts {
 	int stop_margin_s; /* beyond the grace period before the scheduler ends a stop itself */
+	bool full;         /* false: a tick; the snapshot and the core run only when the
+	                      time-based work changed something */
 };
 
 /*
+ * *did_full (may be NULL) tells whether the snapshot and core ran.
  * Returns 0, MU_ENOTLEADER (fenced: step down), MU_EUNAVAIL (session lost:
  * reconnect) or another MU_E* code (the cycle was rolled back). `st` gets
  * the figures of a committed cycle.
  */
 int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_opts *o,
-			struct store_sched_stats *st, struct mu_error *err)
+			struct store_sched_stats *st, bool *did_full, struct mu_error *err)
 	__attribute__((warn_unused_result));
 
 /* Milliseconds on the monotonic clock. */

@@ -37,11 +37,14 @@ static long long stop_margin_ms;
 static bool migrate;
 static long long max_cycles;
 static long long max_stall_ms;
+static long long full_every_ms;
 
 static const struct mu_opt opts[] = {
 	{ "db", "MUSTER_DATABASE_URL", MU_OPT_STR, "", "PostgreSQL URL (libpq URI or key=value)", &db_url },
 	{ "tick", "MUSTER_SCHED_TICK", MU_OPT_DURATION, "1s",
 	  "cycle at least this often for time-based work (time limits, heartbeats)", &tick_ms },
+	{ "full-every", "MUSTER_SCHED_FULL_EVERY", MU_OPT_DURATION, "10s",
+	  "a full cycle (snapshot + policy core) at least this often even without events", &full_every_ms },
 	{ "standby-poll", "MUSTER_SCHED_STANDBY_POLL", MU_OPT_DURATION, "200ms",
 	  "how often a standby checks the leader lock and lease", &poll_ms },
 	{ "stop-margin", "MUSTER_SCHED_STOP_MARGIN", MU_OPT_DURATION, "5s",
@@ -239,7 +242,7 @@ fail:
 static int lead(PGconn *c, int64_t epoch, const struct scheduler_cycle_opts *co, long long *cycles)
 {
 	struct mu_error err = { 0 };
-	double last_renew = scheduler_now_ms(), last_cycle = 0;
+	double last_renew = scheduler_now_ms(), last_cycle = 0, last_full = 0;
 	int wake = 1; /* a new leader cycles at once: a takeover must not wait */
 	int lease_timeout_ms = 3000;
 	struct store_sched_lease l;
@@ -267,9 +270,18 @@ static int lead(PGconn *c, int64_t epoch, const struct scheduler_cycle_opts *co,
 		}
 		if (wake || now - last_cycle >= (double)tick_ms) {
 			struct store_sched_stats st;
+			struct scheduler_cycle_opts o = *co;
+			bool full = false;
+			/* Events (NOTIFY) get a full cycle; a tick only does the
+			 * time-based work unless it changed something or a full
+			 * cycle is due (planned starts, anything written without
+			 * a NOTIFY). */
+			o.full = wake || now - last_full >= (double)full_every_ms;
 			wake = 0;
 			last_cycle = now;
-			ret = scheduler_cycle_run(c, epoch, co, &st, &err);
+			ret = scheduler_cycle_run(c, epoch, &o, &st, &full, &err);
+			if (!ret && full)
+				last_full = now;
 			if (!ret || ret != MU_ENOTLEADER)
 				last_renew = ret == MU_EUNAVAIL ? last_renew : now;
 			if (!ret)
@@ -379,6 +391,7 @@ int main(int argc, char **argv)
 			break;
 		sleep_ms(ret == MU_ENOTLEADER ? 200 : 100);
 	}
+	stopping = 1; /* also after --max-cycles: ends the heartbeat thread */
 	pthread_join(hb, NULL);
 	mu_info("%s: stopped", holder);
 	mu_config_release(opts, sizeof(opts) / sizeof(opts[0]));
