@@ -282,14 +282,46 @@ static int model_id(struct cyc *c, const char *m)
 	return -2; /* no node has it */
 }
 
-static int rel_cmp(const void *a, const void *b)
+/*
+ * Sorts release events by time. The sweep applies all events of one instant
+ * together and its result does not depend on their order within it, so the
+ * time alone is the key: an LSD radix sort on (t - min), skipping the bytes
+ * all keys share (most of them: the times lie within days of each other).
+ */
+static void rel_sort(struct rel *v, size_t n)
 {
-	const struct rel *x = a, *y = b;
-	if (x->t != y->t)
-		return x->t < y->t ? -1 : 1;
-	if (x->node != y->node)
-		return x->node < y->node ? -1 : 1;
-	return (x->run > y->run) - (x->run < y->run);
+	if (n < 2)
+		return;
+	int64_t lo = v[0].t, hi = v[0].t;
+	bool sorted = true;
+	for (size_t i = 1; i < n; i++) {
+		if (v[i].t < v[i - 1].t)
+			sorted = false;
+		if (v[i].t < lo)
+			lo = v[i].t;
+		if (v[i].t > hi)
+			hi = v[i].t;
+	}
+	if (sorted)
+		return;
+	uint64_t span = (uint64_t)hi - (uint64_t)lo;
+	struct rel *tmp = sched__xmalloc(n * sizeof(*tmp));
+	struct rel *src = v, *dst = tmp;
+	for (int shift = 0; shift < 64 && (span >> shift) != 0; shift += 8) {
+		size_t count[257] = { 0 };
+		for (size_t i = 0; i < n; i++)
+			count[(((uint64_t)src[i].t - (uint64_t)lo) >> shift & 0xff) + 1]++;
+		for (int b = 1; b <= 256; b++)
+			count[b] += count[b - 1];
+		for (size_t i = 0; i < n; i++)
+			dst[count[((uint64_t)src[i].t - (uint64_t)lo) >> shift & 0xff]++] = src[i];
+		struct rel *x = src;
+		src = dst;
+		dst = x;
+	}
+	if (src != v)
+		memcpy(v, src, n * sizeof(*v));
+	free(tmp);
 }
 
 void sched__bucket_move(struct cyc *c, int n, int from, int to)
@@ -375,20 +407,17 @@ static int setup(struct cyc *c)
 	c->tjobs = sched__xcalloc(s->ntenants, sizeof(int));
 	c->victim = sched__xcalloc(s->nruns, sizeof(bool));
 	c->run_gpus = sched__xcalloc(s->nruns, sizeof(int));
-	size_t nrel = 0;
-	for (size_t i = 0; i < s->nruns; i++)
-		nrel += s->runs[i].nalloc;
-	c->rel = sched__xmalloc((nrel + 1) * sizeof(struct rel));
+	c->rel = sched__xmalloc((s->nruns + 1) * sizeof(struct rel));
 	c->min_preempt_prio = INT_MAX;
 	c->min_stopping_prio = INT_MAX;
 	for (size_t i = 0; i < s->nruns; i++) {
 		const struct sched_run *r = &s->runs[i];
 		int g = 0;
 		int64_t end = sched__run_end(c, r);
-		for (size_t k = 0; k < r->nalloc; k++) {
+		for (size_t k = 0; k < r->nalloc; k++)
 			g += sched__pc(r->alloc[k].gpus);
-			c->rel[c->nrel++] = (struct rel){ end, r->alloc[k].node, r->alloc[k].gpus, (int)i };
-		}
+		if (r->nalloc)
+			c->rel[c->nrel++] = (struct rel){ end, -1, 0, (int)i, (int)r->nalloc, r->alloc };
 		c->run_gpus[i] = g;
 		tenant_add(c, r->tenant, g, 1);
 		if (r->stopping && r->priority < c->min_stopping_prio)
@@ -401,11 +430,7 @@ static int setup(struct cyc *c)
 		if (r->preemptible && !r->stopping && r->priority < c->min_preempt_prio)
 			c->min_preempt_prio = r->priority;
 	}
-	size_t sorted = 1;
-	while (sorted < c->nrel && rel_cmp(&c->rel[sorted - 1], &c->rel[sorted]) <= 0)
-		sorted++;
-	if (sorted < c->nrel)
-		qsort(c->rel, c->nrel, sizeof(*c->rel), rel_cmp);
+	rel_sort(c->rel, c->nrel);
 	size_t ns = nn ? nn : 1;
 	c->sc_cand = sched__xmalloc(ns * sizeof(struct cand));
 	c->sc_mask = sched__xmalloc(ns * sizeof(uint64_t));
@@ -728,6 +753,12 @@ void sched__add_preemption(struct cyc *c, size_t ri, int64_t for_job, enum sched
 static void node_failures(struct cyc *c)
 {
 	const struct sched_snapshot *s = c->s;
+	bool any = false; /* the common case: no run touches a failed node or GPU */
+	for (size_t n = 0; n < s->nnodes && !any; n++)
+		any = s->nodes[n].used && (s->nodes[n].state == SCHED_NODE_DOWN ||
+		                            (s->nodes[n].used & ~s->nodes[n].healthy));
+	if (!any)
+		return;
 	for (size_t i = 0; i < s->nruns; i++) {
 		const struct sched_run *r = &s->runs[i];
 		if (r->stopping)

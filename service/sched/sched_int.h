@@ -10,9 +10,11 @@
 /* A release event of the time profile: GPUs `mask` of `node` free at `t`. */
 struct rel {
 	int64_t t;
-	int node;
+	int node;       /* -1: all of alloc[0..nalloc) (a running run's release) */
 	uint64_t mask;
 	int run;        /* run index for running runs, -1 for starts of this cycle */
+	int nalloc;
+	const struct sched_alloc *alloc;
 };
 
 /* A reservation interval on one node, chained per node from rhead[node]. */
@@ -69,7 +71,7 @@ struct cyc {
 	int *tjobs;                     /* per tenant: live runs of its subtree */
 	bool *victim;                   /* per run: stopped in this cycle */
 	int *run_gpus;
-	struct rel *rel;                /* running runs' releases, sorted */
+	struct rel *rel;                /* running runs' releases (one per run), sorted */
 	size_t nrel;
 	struct rel *crel;               /* this cycle's releases, kept sorted */
 	size_t ncrel, cap_crel;

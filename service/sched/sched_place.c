@@ -21,7 +21,7 @@ void sched__add_crel(struct cyc *c, int64_t t, int node, uint64_t mask, int run)
 			hi = mid;
 	}
 	memmove(&c->crel[lo + 1], &c->crel[lo], (c->ncrel - lo) * sizeof(*c->crel));
-	c->crel[lo] = (struct rel){ t, node, mask, run };
+	c->crel[lo] = (struct rel){ t, node, mask, run, 0, NULL };
 	c->ncrel++;
 }
 
@@ -547,36 +547,40 @@ int64_t sched__earliest(struct cyc *c, const struct req *q, int64_t rt, struct s
 			break;
 		for (;;) {
 			const struct rel *r = NULL;
-			int n;
 			if (i < c->nrel && c->rel[i].t == t) {
 				if (c->victim[c->rel[i].run]) {
 					i++;
 					continue;
 				}
 				r = &c->rel[i++];
-				n = r->node;
 			} else if (j < c->ncrel && c->crel[j].t == t) {
 				r = &c->crel[j++];
-				n = r->node;
 			} else if (k < nbev && bev[k].t == t) {
-				n = bev[k++].node;
+				int n = bev[k++].node;
+				bool was = eligible(c, q, n, rm[n] & ~blk[n]);
+				blk[n] = blocked_at(c, n, t, rt);
+				bool is = eligible(c, q, n, rm[n] & ~blk[n]);
+				if (was != is)
+					sweep_count(c, &w, n, is ? +1 : -1);
+				continue;
 			} else {
 				break;
 			}
-			bool was = eligible(c, q, n, rm[n] & ~blk[n]);
-			if (r) {
-				rm[n] |= r->mask & c->avail[n];
+			int cnt = r->node >= 0 ? 1 : r->nalloc;
+			for (int a = 0; a < cnt; a++) {
+				int n = r->node >= 0 ? r->node : r->alloc[a].node;
+				uint64_t mask = r->node >= 0 ? r->mask : r->alloc[a].gpus;
+				bool was = eligible(c, q, n, rm[n] & ~blk[n]);
+				rm[n] |= mask & c->avail[n];
 				if (rtime[n] != t) {
 					rtime[n] = t;
 					last[n] = 0;
 				}
-				last[n] |= r->mask;
-			} else {
-				blk[n] = blocked_at(c, n, t, rt);
+				last[n] |= mask;
+				bool is = eligible(c, q, n, rm[n] & ~blk[n]);
+				if (was != is)
+					sweep_count(c, &w, n, is ? +1 : -1);
 			}
-			bool is = eligible(c, q, n, rm[n] & ~blk[n]);
-			if (was != is)
-				sweep_count(c, &w, n, is ? +1 : -1);
 		}
 	}
 	free(bev);
