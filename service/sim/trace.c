@@ -172,8 +172,8 @@ static int swf_line(struct trace *t, const char *s, size_t n, size_t line, struc
 		return line_error(err, line, "field 2 (submit time) must be >= 0");
 	if (f[3] < 0 || f[3] > (double)MAX_TIME)
 		return line_error(err, line, "field 4 (run time) must be >= 0 (job %.0f)", f[0]);
-	double procs = f[7] > 0 ? f[7] : f[4];
-	if (procs <= 0 || procs > MAX_PROCS)
+	double procs = f[7] >= 0.5 ? f[7] : f[4]; /* whole processors: 0.1 is none */
+	if (procs < 0.5 || procs > MAX_PROCS)
 		return line_error(err, line, "job %.0f: no processor count (fields 8 and 5 are not positive)", f[0]);
 	if (f[8] > (double)MAX_TIME)
 		return line_error(err, line, "field 9 (requested time) too large");
