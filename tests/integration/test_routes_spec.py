@@ -141,6 +141,31 @@ class SpecSelfCheck(unittest.TestCase):
         ids = [o.id for o in SPEC.ops]
         self.assertEqual(len(ids), len(set(ids)))
 
+    def test_generator_refuses_non_json_yaml(self):
+        import subprocess
+        import tempfile
+        gen = os.path.join(ROOT, 'openapi', 'gen_blob.py')
+        with tempfile.TemporaryDirectory() as d:
+            def run(text):
+                src = os.path.join(d, 'in.yaml')
+                with open(src, 'w') as f:
+                    f.write(text)
+                return subprocess.run([sys.executable, gen, src, os.path.join(d, 'o.json'),
+                                       os.path.join(d, 'o.c')], capture_output=True, text=True)
+            r = run('a: 1\n200: x\n')
+            self.assertNotEqual(r.returncode, 0, 'an integer key must be refused')
+            self.assertIn('quote it', r.stdout + r.stderr)
+            r = run('when: 2026-11-30\nset: !!set {a}\n')
+            self.assertNotEqual(r.returncode, 0, 'a non-JSON value must be refused')
+            r = run("v: '3.1.0'\nd: 2026-11-30\nu: caf\u00e9\n")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(d, 'o.json'), 'rb') as f:
+                data = f.read()
+            self.assertEqual(json.loads(data), {'v': '3.1.0', 'd': '2026-11-30', 'u': 'caf\u00e9'})
+            with open(os.path.join(d, 'o.c')) as f:
+                c = f.read()
+            self.assertIn('mu_openapi_json_len = %d;' % len(data), c)
+
     def test_embedded_json_is_the_yaml(self):
         build = os.environ.get('MUSTER_BUILD_DIR')
         if not build:
