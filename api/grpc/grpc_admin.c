@@ -336,7 +336,7 @@ static int nodes_resume(PGconn *db, struct gcall *c)
 }
 
 #define ADMIN(m, roles, req, fn) \
-	{ "/muster.v1.AdminService/" m, GK_UNARY, roles, &muster__v1__##req##__descriptor, fn, NULL }
+	{ "/muster.v1.AdminService/" m, GK_UNARY, roles, &muster__v1__##req##__descriptor, fn, NULL, 0 }
 
 const struct gmethod grpc_admin_methods[] = {
 	ADMIN("ListTenants", GR_READERS, list_tenants_request, tenants_list),
@@ -349,7 +349,7 @@ const struct gmethod grpc_admin_methods[] = {
 	ADMIN("GetNode", GR_READERS | GR_AGENT, get_node_request, nodes_get),
 	ADMIN("DrainNode", GR_ADMIN, drain_node_request, nodes_drain),
 	ADMIN("ResumeNode", GR_ADMIN, resume_node_request, nodes_resume),
-	{ NULL, 0, 0, NULL, NULL, NULL },
+	{ NULL, 0, 0, NULL, NULL, NULL, 0 },
 };
 
 /* ---- grpc.health.v1.Health --------------------------------------------- */
@@ -412,8 +412,8 @@ static void health_watch_start(struct gcall *c)
 
 const struct gmethod grpc_health_methods[] = {
 	{ "/grpc.health.v1.Health/Check", GK_UNARY, GR_PUBLIC,
-	  &grpc__health__v1__health_check_request__descriptor, health_check, NULL },
+	  &grpc__health__v1__health_check_request__descriptor, health_check, NULL, 0 },
 	{ "/grpc.health.v1.Health/Watch", GK_SERVER_STREAM, GR_PUBLIC,
-	  &grpc__health__v1__health_check_request__descriptor, health_watch, health_watch_start },
-	{ NULL, 0, 0, NULL, NULL, NULL },
+	  &grpc__health__v1__health_check_request__descriptor, health_watch, health_watch_start, 0 },
+	{ NULL, 0, 0, NULL, NULL, NULL, 0 },
 };

@@ -1055,6 +1055,6 @@ void grpc_agent_stop(void)
 
 const struct gmethod grpc_agent_methods[] = {
 	{ "/muster.v1.AgentService/Connect", GK_BIDI, GR_AGENT, &muster__v1__agent_message__descriptor,
-	  connect_run, connect_start },
-	{ NULL, 0, 0, NULL, NULL, NULL },
+	  connect_run, connect_start, 0 },
+	{ NULL, 0, 0, NULL, NULL, NULL, 0 },
 };

@@ -68,7 +68,12 @@ struct gmethod {
 	const ProtobufCMessageDescriptor *in;
 	int (*run)(PGconn *db, struct gcall *c);
 	void (*start)(struct gcall *c);         /* streams: after a successful run */
+	int group;                              /* unary: a store_pool group kind (0 = alone); the
+						 * group function calls gcall_auth per item */
 };
+
+/* Group kinds the gRPC server registers on the shared pool (REST uses the low ones). */
+#define GRPC_GROUP_SUBMIT 7
 
 struct gcall {
 	struct gtag t_recv, t_send, t_close, t_final, t_start;
@@ -120,6 +125,9 @@ bool grpc_stopping(void);
 
 void gcall_ref(struct gcall *c);
 void gcall_unref(struct gcall *c);
+
+/* Pool worker: authenticates c (token lookup, role check against c->m->roles). */
+int gcall_auth(PGconn *db, struct gcall *c);
 
 /* Caller's tenant scope: NULL for admins (and global readers), else the path. */
 const char *gcall_scope(const struct gcall *c);

@@ -403,10 +403,8 @@ static int role_bit(const char *role)
 	return 0;
 }
 
-/* Pool worker: auth, then the method. */
-static int work_run(PGconn *db, struct store_work *w)
+int gcall_auth(PGconn *db, struct gcall *c)
 {
-	struct gcall *c = w->arg;
 	int ret;
 
 	if (c->m->roles != GR_PUBLIC) {
@@ -421,7 +419,16 @@ static int work_run(PGconn *db, struct store_work *w)
 			return mu_error_set(&c->err, MU_EFORBIDDEN, "", "role %s may not call %s",
 					    c->who.role, c->m->path);
 	}
-	return c->m->run(db, c);
+	return 0;
+}
+
+/* Pool worker: auth, then the method. */
+static int work_run(PGconn *db, struct store_work *w)
+{
+	struct gcall *c = w->arg;
+	int ret = gcall_auth(db, c);
+
+	return ret < 0 ? ret : c->m->run(db, c);
 }
 
 /* Pool worker (or the submitter when the pool refused): finish or start. */
@@ -467,6 +474,8 @@ static void on_first_recv(struct gcall *c, bool ok)
 	}
 	memset(&c->work, 0, sizeof(c->work));
 	c->work.run = work_run;
+	c->work.kind = c->m->group;
+	c->work.weight = 1;
 	c->work.complete = work_done;
 	c->work.arg = c;
 	if (store_pool_submit(g.pool, &c->work) < 0) {

@@ -347,6 +347,16 @@ def test_many_calls(c):
         s["jobs"].List(J.ListJobsRequest(page_size=1), metadata=md(s["a"]), timeout=10)
     dt = time.monotonic() - t0
     print("grpc List page_size=1: %d sequential calls in %.2fs (%.0f/s)" % (n, dt, n / dt))
+    # concurrent submits are group-committed: all succeed, distinct ids, all stored
+    from concurrent.futures import ThreadPoolExecutor
+    before = int(c.sql_value("SELECT count(*) FROM jobs WHERE name = 'burst'"))
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(16) as ex:
+        ids = list(ex.map(lambda i: submit(s["a"], name="burst").job.id, range(400)))
+    dt = time.monotonic() - t0
+    check_eq(len(set(ids)), 400)
+    check_eq(int(c.sql_value("SELECT count(*) FROM jobs WHERE name = 'burst'")) - before, 400)
+    print("grpc Submit: 400 from 16 threads in %.2fs (%.0f/s)" % (dt, 400 / dt))
 
 
 def test_stop_with_open_streams(c):
