@@ -2,6 +2,7 @@
  * main.c - muster-api: configuration, migrations, the bootstrap admin
  * token, the database pool, then the REST server until SIGINT/SIGTERM.
  */
+#include <malloc.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,10 @@ int main(int argc, char **argv)
 	struct store_pool *pool;
 	int ret;
 
+	/* Batches move multi-megabyte bodies and replies: keep such buffers in
+	 * the heap rather than mmap/munmap (and page-fault) them per request. */
+	mallopt(M_MMAP_THRESHOLD, 64 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	mu_log_set_prog("muster-api");
 	ret = mu_config_parse(opts, NOPTS, argc, argv,
 			      "muster-api: the REST (and later gRPC) front of muster", &err);
