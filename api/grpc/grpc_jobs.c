@@ -836,6 +836,7 @@ static void *watch_main(void *arg)
 		struct pollfd pf[2] = { { .fd = W.wake, .events = POLLIN }, { .fd = -1 } };
 		struct watch **snap = NULL;
 		size_t n = 0, cap = 0;
+		int64_t maxid = 0;
 		uint64_t v;
 
 		if (!db && now_ms() >= next_connect) {
@@ -872,8 +873,19 @@ static void *watch_main(void *arg)
 		}
 		if (!db)
 			continue;
+		/* one cheap query tells which watchers can have anything new */
+		pthread_mutex_lock(&W.mu);
+		n = W.list != NULL;
+		pthread_mutex_unlock(&W.mu);
+		if (!n)
+			continue;
+		n = 0;
+		if (store_db_query_int64(db, "SELECT coalesce(max(id), 0) FROM events", 0, NULL, &maxid, NULL) < 0)
+			maxid = INT64_MAX;
 		pthread_mutex_lock(&W.mu);
 		for (struct watch *w = W.list; w; w = w->next) {
+			if (w->cursor >= maxid)
+				continue;
 			snap = mu_grow(snap, &cap, n + 1, sizeof(*snap));
 			gcall_ref(w->c);
 			snap[n++] = w;
