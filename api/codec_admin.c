@@ -163,8 +163,9 @@ static int need_object(const json_t *body, struct mu_error *err)
 }
 
 /*
- * A string field. Absent: *out untouched, *present false. JSON null is
- * accepted only with `nullable` (then *out = NULL).
+ * A string field. Absent: *out untouched, *present false. JSON null is the
+ * same as absent (docs/api.md), except for `nullable` fields where it is a
+ * value: *out = NULL.
  */
 static int get_str(const json_t *obj, const char *key, size_t max_chars, bool nullable,
 		   const char **out, bool *present, struct mu_error *err)
@@ -173,11 +174,13 @@ static int get_str(const json_t *obj, const char *key, size_t max_chars, bool nu
 	const char *s;
 	size_t len;
 
+	if (v && json_is_null(v) && !nullable)
+		v = NULL;
 	if (present)
 		*present = v != NULL;
 	if (!v)
 		return 0;
-	if (json_is_null(v) && nullable) {
+	if (json_is_null(v)) {
 		*out = NULL;
 		return 0;
 	}
@@ -196,9 +199,9 @@ static int get_str(const json_t *obj, const char *key, size_t max_chars, bool nu
 }
 
 /*
- * An integer field in [min, max]. JSON null is accepted only with
- * `nullable` (then *out = -1). With `slurm`, a string is read as Slurm's
- * --time (seconds out).
+ * An integer field in [min, max]. JSON null is absent, or with `nullable`
+ * the value "no limit" (*out = -1). With `slurm`, a string is read as
+ * Slurm's --time (seconds out).
  */
 static int get_int(const json_t *obj, const char *key, int64_t min, int64_t max, bool nullable,
 		   bool slurm, int64_t *out, bool *present, struct mu_error *err)
@@ -206,11 +209,13 @@ static int get_int(const json_t *obj, const char *key, int64_t min, int64_t max,
 	json_t *v = json_object_get(obj, key);
 	int64_t x;
 
+	if (v && json_is_null(v) && !nullable)
+		v = NULL;
 	if (present)
 		*present = v != NULL;
 	if (!v)
 		return 0;
-	if (json_is_null(v) && nullable) {
+	if (json_is_null(v)) {
 		*out = -1;
 		return 0;
 	}
@@ -243,6 +248,8 @@ static int get_bool(const json_t *obj, const char *key, bool *out, bool *present
 {
 	json_t *v = json_object_get(obj, key);
 
+	if (v && json_is_null(v))
+		v = NULL; /* null is absent */
 	if (present)
 		*present = v != NULL;
 	if (!v)

@@ -45,6 +45,26 @@ static void text_ok(const char *s, size_t max, const char *what)
 	require(codec_admin_valid_text(s, max), what);
 }
 
+/* Fields a decoder must have read: every non-null member, plus null
+ * members of nullable fields (`nullable`, NULL-terminated). */
+static size_t fields_given(json_t *o, const char *const *nullable)
+{
+	const char *key;
+	json_t *v;
+	size_t n = 0;
+
+	json_object_foreach(o, key, v) {
+		if (!json_is_null(v)) {
+			n++;
+			continue;
+		}
+		for (const char *const *k = nullable; *k; k++)
+			if (!strcmp(*k, key))
+				n++;
+	}
+	return n;
+}
+
 static const char *str_of(json_t *o, const char *key)
 {
 	json_t *v = json_object_get(o, key);
@@ -87,7 +107,10 @@ static void tenant_patch(json_t *v)
 		require(p.shares >= 0 && p.shares <= CODEC_ADMIN_SHARES_MAX, "shares");
 	if (p.set & STORE_TENANT_SET_DESCRIPTION)
 		text_ok(p.description, CODEC_ADMIN_DESCRIPTION_MAX, "description");
-	require(json_object_size(v) == (size_t)__builtin_popcount(p.set), "every field read");
+	{
+		static const char *const none[] = { NULL };
+		require(fields_given(v, none) == (size_t)__builtin_popcount(p.set), "every field read");
+	}
 }
 
 static void quota(json_t *v)
@@ -151,7 +174,10 @@ static void pclass_patch(json_t *v)
 	if (ret < 0)
 		return check_refusal(ret, &err);
 	require((set & ~0x7fu) == 0, "patch bits");
-	require(json_object_size(v) == (size_t)__builtin_popcount(set), "every field read");
+	{
+		static const char *const nullable[] = { "max_time_limit", NULL };
+		require(fields_given(v, nullable) == (size_t)__builtin_popcount(set), "every field read");
+	}
 	if (set & STORE_PCLASS_SET_DEFAULT_TIME_LIMIT)
 		require(p.default_time_limit >= 1, "default");
 	if (set & STORE_PCLASS_SET_GRACE_PERIOD)

@@ -43,7 +43,7 @@ def test_validation(c):
     p = "/v1/tenants/ml/quota"
     expect_problem(c, "PUT", p, {"guaranteed_gpus": 5, "max_gpus": 4}, 400, "out-of-range", "max_gpus")
     expect_problem(c, "PUT", p, {"guaranteed_gpus": -1}, 400, "out-of-range", "guaranteed_gpus")
-    expect_problem(c, "PUT", p, {"guaranteed_gpus": None}, 400, "wrong-type", "guaranteed_gpus")
+    expect_problem(c, "PUT", p, {"guaranteed_gpus": True}, 400, "wrong-type", "guaranteed_gpus")
     expect_problem(c, "PUT", p, {"max_gpus": -1}, 400, "out-of-range", "max_gpus")
     expect_problem(c, "PUT", p, {"max_gpus": "8"}, 400, "wrong-type", "max_gpus")
     expect_problem(c, "PUT", p, {"max_running_jobs": 2 ** 31}, 400, "out-of-range", "max_running_jobs")

@@ -49,7 +49,8 @@ def test_create_refusals(c):
         ({"name": "x1", "shares": "2"}, "wrong-type", "shares"),
         ({"name": "x1", "description": "d" * 1025}, "string-too-long", "description"),
         ({"name": "x1", "description": ["d"]}, "wrong-type", "description"),
-        ({"name": "x1", "parent": None}, "wrong-type", "parent"),
+        ({"name": None}, "missing-field", "name"),
+        ({"name": "x1", "parent": 7}, "wrong-type", "parent"),
     ]
     for body, slug, field in bad:
         expect_problem(c, "POST", "/v1/tenants", body, 400, slug, field)

@@ -101,7 +101,7 @@ static void tenant_new(void **state)
 	expect(dec_tenant_new, "{}", MU_EMISSING, "name");
 	expect(dec_tenant_new, "{\"name\":\"ml\",\"color\":1}", MU_EUNKNOWNFIELD, "color");
 	expect(dec_tenant_new, "{\"name\":5}", MU_ETYPE, "name");
-	expect(dec_tenant_new, "{\"name\":null}", MU_ETYPE, "name");
+	expect(dec_tenant_new, "{\"name\":null}", MU_EMISSING, "name");
 	expect(dec_tenant_new, "{\"name\":\"ML\"}", MU_EINVAL, "name");
 	expect(dec_tenant_new, "{\"name\":\"\"}", MU_EINVAL, "name");
 	expect(dec_tenant_new, "{\"name\":\"-ml\"}", MU_EINVAL, "name");
@@ -113,7 +113,7 @@ static void tenant_new(void **state)
 	expect(dec_tenant_new, body, MU_ETOOLONG, "name");
 	expect(dec_tenant_new, "{\"name\":\"m\\u0000l\"}", MU_EUTF8, "name");
 	expect(dec_tenant_new, "{\"name\":\"ml\",\"parent\":\"Root\"}", MU_EINVAL, "parent");
-	expect(dec_tenant_new, "{\"name\":\"ml\",\"parent\":null}", MU_ETYPE, "parent");
+	expect(dec_tenant_new, "{\"name\":\"ml\",\"parent\":null,\"shares\":null,\"description\":null}", 0, NULL);
 	expect(dec_tenant_new, "{\"name\":\"ml\",\"shares\":-1}", MU_ERANGE, "shares");
 	expect(dec_tenant_new, "{\"name\":\"ml\",\"shares\":1000001}", MU_ERANGE, "shares");
 	expect(dec_tenant_new, "{\"name\":\"ml\",\"shares\":9223372036854775807}", MU_ERANGE, "shares");
@@ -152,7 +152,7 @@ static void tenant_patch(void **state)
 	expect(dec_tenant_patch, "{}", 0, NULL);
 	expect(dec_tenant_patch, "{\"name\":\"x\"}", MU_EUNKNOWNFIELD, "name");
 	expect(dec_tenant_patch, "{\"shares\":-3}", MU_ERANGE, "shares");
-	expect(dec_tenant_patch, "{\"shares\":null}", MU_ETYPE, "shares");
+	expect(dec_tenant_patch, "{\"shares\":null,\"parent\":null}", 0, NULL);
 	expect(dec_tenant_patch, "{\"parent\":\"A B\"}", MU_EINVAL, "parent");
 	expect(dec_tenant_patch, "{\"parent\":[]}", MU_ETYPE, "parent");
 	expect(dec_tenant_patch, "{\"description\":{}}", MU_ETYPE, "description");
@@ -178,7 +178,7 @@ static void quota(void **state)
 	expect(dec_quota, "{\"gpu_model\":\"H100\",\"max_running_jobs\":0,\"max_pending_jobs\":0}", 0, NULL);
 	expect(dec_quota, "{\"guaranteed_gpus\":5,\"max_gpus\":4}", MU_ERANGE, "max_gpus");
 	expect(dec_quota, "{\"guaranteed_gpus\":-1}", MU_ERANGE, "guaranteed_gpus");
-	expect(dec_quota, "{\"guaranteed_gpus\":null}", MU_ETYPE, "guaranteed_gpus");
+	expect(dec_quota, "{\"guaranteed_gpus\":null}", 0, NULL);
 	expect(dec_quota, "{\"max_gpus\":-1}", MU_ERANGE, "max_gpus");
 	expect(dec_quota, "{\"max_gpus\":\"4\"}", MU_ETYPE, "max_gpus");
 	expect(dec_quota, "{\"max_running_jobs\":2147483648}", MU_ERANGE, "max_running_jobs");
@@ -187,7 +187,7 @@ static void quota(void **state)
 	expect(dec_quota, "{\"max_time_limit\":\"1h\"}", MU_EINVAL, "max_time_limit");
 	expect(dec_quota, "{\"max_time_limit\":\"99999999999\"}", MU_ERANGE, "max_time_limit");
 	expect(dec_quota, "{\"max_time_limit\":false}", MU_ETYPE, "max_time_limit");
-	expect(dec_quota, "{\"gpu_model\":null}", MU_ETYPE, "gpu_model");
+	expect(dec_quota, "{\"gpu_model\":null}", 0, NULL);
 	expect(dec_quota, "{\"tenant\":\"ml\"}", MU_EUNKNOWNFIELD, "tenant");
 	{
 		static char body[16384];
@@ -222,9 +222,10 @@ static void pclass(void **state)
 	expect(dec_pclass_new, "{\"name\":\"x\",\"priority\":1000000001}", MU_ERANGE, "priority");
 	expect(dec_pclass_new, "{\"name\":\"x\",\"priority\":\"high\"}", MU_ETYPE, "priority");
 	expect(dec_pclass_new, "{\"name\":\"x\",\"priority\":1,\"preemptible\":1}", MU_ETYPE, "preemptible");
-	expect(dec_pclass_new, "{\"name\":\"x\",\"priority\":1,\"preemptible\":null}", MU_ETYPE, "preemptible");
+	expect(dec_pclass_new, "{\"name\":\"x\",\"priority\":1,\"preemptible\":null}", 0, NULL);
+	expect(dec_pclass_new, "{\"name\":\"x\",\"priority\":null}", MU_EMISSING, "priority");
 	expect(dec_pclass_new, "{\"name\":\"x\",\"priority\":1,\"default_time_limit\":0}", MU_ERANGE, "default_time_limit");
-	expect(dec_pclass_new, "{\"name\":\"x\",\"priority\":1,\"default_time_limit\":null}", MU_ETYPE, "default_time_limit");
+	expect(dec_pclass_new, "{\"name\":\"x\",\"priority\":1,\"default_time_limit\":null}", 0, NULL);
 	expect(dec_pclass_new, "{\"name\":\"x\",\"priority\":1,\"default_time_limit\":\"soon\"}", MU_EINVAL, "default_time_limit");
 	expect(dec_pclass_new, "{\"name\":\"x\",\"priority\":1,\"default_time_limit\":7200,\"max_time_limit\":3600}", MU_ERANGE, "default_time_limit");
 	expect(dec_pclass_new, "{\"name\":\"x\",\"priority\":1,\"max_time_limit\":null}", 0, NULL);
@@ -243,7 +244,8 @@ static void pclass(void **state)
 	expect(dec_pclass_patch, "{}", 0, NULL);
 	expect(dec_pclass_patch, "{\"name\":\"y\"}", MU_EUNKNOWNFIELD, "name");
 	expect(dec_pclass_patch, "{\"default_time_limit\":100,\"max_time_limit\":50}", MU_ERANGE, "default_time_limit");
-	expect(dec_pclass_patch, "{\"priority\":null}", MU_ETYPE, "priority");
+	expect(dec_pclass_patch, "{\"priority\":null}", 0, NULL);
+	expect(dec_token, "{\"role\":null}", MU_EMISSING, "role");
 	expect(dec_pclass_patch, "[1]", MU_ETYPE, "");
 }
 
