@@ -271,10 +271,10 @@ class Spec:
         op = self.operation(method, path)
         where = '%s %s -> %d' % (method, path, status)
         if op is None:
-            if status in (404, 405) and not self.path_known(path):
-                return []  # an unknown path is not an operation
-            if status == 405:
-                return []  # a known path with another method
+            # an unknown path (404) or a known path with another method (405):
+            # no operation, but still a problem document
+            if (status == 404 and not self.path_known(path)) or status == 405:
+                return self._check_problem(where, status, headers, body)
             return ['%s: no operation in the spec' % where]
         resp = op.response(status)
         if resp is None:
@@ -315,6 +315,20 @@ class Spec:
             except UnicodeDecodeError:
                 return ['%s: text body is not UTF-8' % where]
         return []
+
+    def _check_problem(self, where, status, headers, body):
+        ctype = (headers.get('content-type') or '').split(';')[0].strip().lower()
+        if ctype != 'application/problem+json':
+            return ['%s: content type %r, want application/problem+json' % (where, ctype)]
+        try:
+            value = json.loads(body.decode('utf-8'))
+        except (UnicodeDecodeError, ValueError) as e:
+            return ['%s: body is not JSON: %s' % (where, e)]
+        schema = inline_refs(self.doc, {'$ref': '#/components/schemas/Problem'})
+        out = ['%s: %s' % (where, e) for e in self.schema_errors(schema, value)]
+        if isinstance(value, dict) and value.get('status') != status:
+            out.append('%s: problem status %r != HTTP status' % (where, value.get('status')))
+        return out
 
     def examples(self):
         """(where, schema, value) for every example of a media type, to self-check the spec."""

@@ -60,6 +60,8 @@ def test_service(c):
     cc('GET', '/v1/whoami', token='mst_' + 'A' * 43, expect=401, what='unknown token')
     cc('GET', '/v1/whoami', token='garbage', expect=401, what='malformed token')
     cc('GET', '/v1/no-such-thing', expect=404)
+    cc('DELETE', '/v1/jobs', expect=405, what='known path, other method')
+    cc('PUT', '/healthz', token='', expect=405)
     # the served document is the generated JSON, byte for byte
     import http.client
     conn = http.client.HTTPConnection('127.0.0.1', c.http_port, timeout=30)
