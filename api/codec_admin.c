@@ -74,6 +74,30 @@ bool codec_admin_valid_text(const char *s, size_t max_chars)
 	return utf8_valid((const unsigned char *)s, n) && utf8_chars(s, n) <= max_chars;
 }
 
+bool codec_admin_valid_path(const char *s, size_t len)
+{
+	char seg[CODEC_ADMIN_NAME_MAX + 1];
+	size_t i = 0;
+
+	if (len < 4 || strncmp(s, "root", 4) != 0 || (len > 4 && s[4] != '/'))
+		return false;
+	while (i < len) {
+		size_t j = i;
+		while (j < len && s[j] != '/')
+			j++;
+		if (j - i == 0 || j - i > CODEC_ADMIN_NAME_MAX)
+			return false;
+		memcpy(seg, s + i, j - i);
+		seg[j - i] = '\0';
+		if (!codec_admin_valid_name(seg))
+			return false;
+		i = j + 1;
+		if (j + 1 == len) /* trailing slash */
+			return false;
+	}
+	return true;
+}
+
 bool codec_admin_valid_user(const char *s)
 {
 	size_t n = strlen(s);

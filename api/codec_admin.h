@@ -40,6 +40,8 @@
 
 /* `^[a-z0-9][a-z0-9_.-]{0,62}$`: tenants and priority classes. */
 bool codec_admin_valid_name(const char *s);
+/* A tenant path: "root" then "/name" segments (the first `len` bytes of s). */
+bool codec_admin_valid_path(const char *s, size_t len);
 /* `^[A-Za-z0-9_.@-]{1,64}$`: users. */
 bool codec_admin_valid_user(const char *s);
 /* Well-formed UTF-8 of at most max_chars characters (path/query values). */

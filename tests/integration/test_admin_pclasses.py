@@ -20,6 +20,7 @@ def test_seeded(c):
               normal["max_time_limit"], normal["grace_period"], normal["preemptible"]),
              (100, True, 3600, None, 30, True))
     check_eq([p["name"] for p in walk(c, "/v1/priority-classes", limit=1)], ["high", "low", "normal"])
+    expect_problem(c, "GET", "/v1/priority-classes?cursor=NOT%20A%20NAME", None, 400, "invalid-request", "cursor")
 
 
 def test_create(c):

@@ -58,6 +58,8 @@ def test_validation(c):
     expect_problem(c, "PUT", "/v1/tenants/NOPE/quota", {"max_gpus": 1}, 404, "not-found")
     expect_problem(c, "DELETE", p + "?gpu_model=A100", None, 404, "not-found")
     expect_problem(c, "DELETE", p + "?model=H100", None, 400, "unknown-field", "model")
+    for bad in ("root", "nope|", "root/ML|x"):
+        expect_problem(c, "GET", "/v1/quotas?cursor=" + bad, None, 400, "invalid-request", "cursor")
 
 
 def test_roles_and_scope(c):

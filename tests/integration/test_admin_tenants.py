@@ -105,6 +105,8 @@ def test_list_pagination(c):
     expect_problem(c, "GET", "/v1/tenants?limit=1001", None, 400, "out-of-range", "limit")
     expect_problem(c, "GET", "/v1/tenants?limit=x", None, 400, "wrong-type", "limit")
     expect_problem(c, "GET", "/v1/tenants?color=red", None, 400, "unknown-field", "color")
+    for bad in ("x", "root/", "root//cv", "root/CV", "'%20OR%201=1"):
+        expect_problem(c, "GET", "/v1/tenants?cursor=" + bad, None, 400, "invalid-request", "cursor")
 
 
 def test_patch(c):

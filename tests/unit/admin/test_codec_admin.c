@@ -308,6 +308,15 @@ static void times(void **state)
 	assert_false(codec_admin_valid_time("2026-13-01T00:00:00Z"));
 	assert_false(codec_admin_valid_time(""));
 	assert_false(codec_admin_valid_time("2026-11-30T06:14:40+5:00"));
+	assert_true(codec_admin_valid_path("root", 4));
+	assert_true(codec_admin_valid_path("root/ml/vision", 14));
+	assert_true(codec_admin_valid_path("root/ml|H100", 7));
+	assert_false(codec_admin_valid_path("root/", 5));
+	assert_false(codec_admin_valid_path("root//ml", 8));
+	assert_false(codec_admin_valid_path("rootx", 5));
+	assert_false(codec_admin_valid_path("root/ML", 7));
+	assert_false(codec_admin_valid_path("ml", 2));
+	assert_false(codec_admin_valid_path("", 0));
 }
 
 static void drain_and_limit(void **state)
