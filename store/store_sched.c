@@ -29,29 +29,34 @@ int store_sched_listen(PGconn *c, struct mu_error *err)
 	return store_db_exec_simple(c, "LISTEN muster_sched", err);
 }
 
-int store_sched_wait(PGconn *c, int timeout_ms, int *n)
+static void count_notifies(PGconn *c, int *n, int *n_submit)
+{
+	PGnotify *nt;
+
+	while ((nt = PQnotifies(c))) {
+		(*n)++;
+		if (n_submit && nt->extra && !strncmp(nt->extra, "submit:", 7))
+			(*n_submit)++;
+		PQfreemem(nt);
+	}
+}
+
+int store_sched_wait(PGconn *c, int timeout_ms, int *n, int *n_submit)
 {
 	struct pollfd pfd = { .fd = PQsocket(c), .events = POLLIN };
-	PGnotify *nt;
 
 	if (pfd.fd < 0)
 		return MU_EUNAVAIL;
 	/* Notifications may already sit in libpq's buffer (they arrive with
 	 * any query's answer): look there before sleeping. */
-	while ((nt = PQnotifies(c))) {
-		(*n)++;
-		PQfreemem(nt);
-	}
+	count_notifies(c, n, n_submit);
 	if (*n)
 		timeout_ms = 0;
 	if (poll(&pfd, 1, timeout_ms) < 0 && errno != EINTR)
 		return MU_EUNAVAIL;
 	if (pfd.revents && !PQconsumeInput(c))
 		return MU_EUNAVAIL;
-	while ((nt = PQnotifies(c))) {
-		(*n)++;
-		PQfreemem(nt);
-	}
+	count_notifies(c, n, n_submit);
 	return PQstatus(c) == CONNECTION_OK ? 0 : MU_EUNAVAIL;
 }
 
@@ -212,11 +217,7 @@ static int fence(PGconn *c, int64_t epoch, struct mu_error *err)
 
 int store_sched_cycle_begin(PGconn *c, int64_t epoch, struct mu_error *err)
 {
-	int ret = renew(c, epoch, err);
-
-	if (ret)
-		return ret;
-	ret = store_db_exec_simple(c, "BEGIN", err);
+	int ret = store_db_exec_simple(c, "BEGIN", err);
 	if (ret)
 		return ret;
 	ret = fence(c, epoch, err);

@@ -43,10 +43,11 @@ int store_sched_listen(PGconn *c, struct mu_error *err) __attribute__((warn_unus
 
 /*
  * Waits up to timeout_ms for the socket, consumes input and counts
- * notifications on any channel into *n (added). Returns 0, or MU_EUNAVAIL
- * when the connection broke.
+ * notifications on any channel into *n, and those whose payload starts
+ * with "submit:" also into *n_submit (may be NULL); both are added to.
+ * Returns 0, or MU_EUNAVAIL when the connection broke.
  */
-int store_sched_wait(PGconn *c, int timeout_ms, int *n);
+int store_sched_wait(PGconn *c, int timeout_ms, int *n, int *n_submit);
 
 /*
  * Tries the leader lock once (pg_try_advisory_lock). On success bumps the
@@ -91,7 +92,7 @@ int store_sched_backend_pid(PGconn *c);
 
 /* ---- the cycle transaction --------------------------------------------- */
 
-/* Renews the lease (autocommit), BEGIN, then checks the fence: this session
+/* BEGIN, then checks the fence: this session
  * holds the lock and the lease names our epoch and session. On
  * MU_ENOTLEADER nothing was written and the transaction is rolled back. */
 int store_sched_cycle_begin(PGconn *c, int64_t epoch, struct mu_error *err)
@@ -219,8 +220,13 @@ struct store_sched_snap {
 };
 
 /* Loads everything the policy core needs, inside the cycle transaction.
- * The snapshot owns all its memory: store_sched_snap_release frees it. */
+ * The snapshot owns all its memory: store_sched_snap_release frees it.
+ * store_sched_snap_load_settings uses `set` (already read in this
+ * transaction) instead of reading the settings again. */
 int store_sched_snap_load(PGconn *c, struct store_sched_snap *snap, struct mu_error *err)
+	__attribute__((warn_unused_result));
+int store_sched_snap_load_settings(PGconn *c, const struct store_sched_settings *set,
+				   struct store_sched_snap *snap, struct mu_error *err)
 	__attribute__((warn_unused_result));
 void store_sched_snap_release(struct store_sched_snap *snap);
 

@@ -316,13 +316,22 @@ out:
 
 int store_sched_snap_load(PGconn *c, struct store_sched_snap *s, struct mu_error *err)
 {
+	return store_sched_snap_load_settings(c, NULL, s, err);
+}
+
+int store_sched_snap_load_settings(PGconn *c, const struct store_sched_settings *set,
+				   struct store_sched_snap *s, struct mu_error *err)
+{
 	struct mu_arena *a = mu_malloc(sizeof(*a));
-	int ret;
+	int ret = 0;
 
 	memset(s, 0, sizeof(*s));
 	mu_arena_init(a, 1 << 20);
 	s->mem = a;
-	ret = store_sched_settings_load(c, &s->settings, err);
+	if (set)
+		s->settings = *set;
+	else
+		ret = store_sched_settings_load(c, &s->settings, err);
 	if (!ret)
 		ret = load_nodes(c, s, a, err);
 	if (!ret)

@@ -34,15 +34,15 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 	if (ret)
 		return ret;
 	ret = store_sched_settings_load(c, &set, err);
-	if (!ret)
+	if (!ret && (o->time_work || !o->full))
 		ret = store_sched_mark_down(c, set.heartbeat_timeout, &down, err);
-	if (!ret)
+	if (!ret && (o->time_work || !o->full))
 		ret = store_sched_timeouts(c, &timeouts, err);
-	if (!ret)
+	if (!ret && (o->time_work || !o->full))
 		ret = store_sched_expire_stops(c, o->stop_margin_s, &expired, err);
-	if (!ret)
+	if (!ret && (o->time_work || !o->full))
 		ret = store_sched_finish_runs(c, set.half_life, &ended, err);
-	if (!ret)
+	if (!ret && (o->time_work || !o->full))
 		ret = store_sched_sync_running(c, &running, err);
 	if (ret)
 		goto out_rollback;
@@ -59,7 +59,7 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 		*did_full = true;
 
 	t1 = scheduler_now_ms();
-	ret = store_sched_snap_load(c, &db, err);
+	ret = store_sched_snap_load_settings(c, &set, &db, err);
 	if (ret)
 		goto out_rollback;
 	t2 = scheduler_now_ms();

@@ -19,6 +19,8 @@ struct scheduler_cycle_opts {
 	int stop_margin_s; /* beyond the grace period before the scheduler ends a stop itself */
 	bool full;         /* false: a tick; the snapshot and the core run only when the
 	                      time-based work changed something */
+	bool time_work;    /* false: skip the time-based work (a wake by submits only;
+	                      ticks do it at least every --tick) */
 };
 
 /*

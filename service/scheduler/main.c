@@ -228,7 +228,7 @@ static int standby(PGconn *c, const char *holder, int64_t *epoch)
 			}
 			continue;
 		}
-		ret = store_sched_wait(c, (int)poll_ms, &n);
+		ret = store_sched_wait(c, (int)poll_ms, &n, NULL);
 		if (ret)
 			return MU_EUNAVAIL;
 		continue;
@@ -244,6 +244,8 @@ static int lead(PGconn *c, int64_t epoch, const struct scheduler_cycle_opts *co,
 	struct mu_error err = { 0 };
 	double last_renew = scheduler_now_ms(), last_cycle = 0, last_full = 0;
 	int wake = 1; /* a new leader cycles at once: a takeover must not wait */
+	int wake_submit = 0;
+	double last_time_work = 0;
 	int lease_timeout_ms = 3000;
 	struct store_sched_lease l;
 
@@ -268,7 +270,14 @@ static int lead(PGconn *c, int64_t epoch, const struct scheduler_cycle_opts *co,
 				now - last_renew);
 			return MU_ENOTLEADER;
 		}
-		if (wake || now - last_cycle >= (double)tick_ms) {
+		/* Renew here when the heartbeat thread has not (its session may be
+		 * down): a lease is only ever renewed by a real UPDATE. */
+		if (now - last_renew >= 1000) {
+			ret = store_sched_renew(c, epoch, &err);
+			if (!ret)
+				last_renew = now;
+		}
+		if (!ret && (wake || now - last_cycle >= (double)tick_ms)) {
 			struct store_sched_stats st;
 			struct scheduler_cycle_opts o = *co;
 			bool full = false;
@@ -277,21 +286,20 @@ static int lead(PGconn *c, int64_t epoch, const struct scheduler_cycle_opts *co,
 			 * cycle is due (planned starts, anything written without
 			 * a NOTIFY). */
 			o.full = wake || now - last_full >= (double)full_every_ms;
-			wake = 0;
+			/* Only submits woke us and the time-based work ran within a
+			 * tick: go straight to placement (submit latency). */
+			o.time_work = !(wake && wake == wake_submit && now - last_time_work < (double)tick_ms);
+			if (o.time_work || !o.full)
+				last_time_work = now;
+			wake = wake_submit = 0;
 			last_cycle = now;
 			ret = scheduler_cycle_run(c, epoch, &o, &st, &full, &err);
 			if (!ret && full)
 				last_full = now;
-			if (!ret || ret != MU_ENOTLEADER)
-				last_renew = ret == MU_EUNAVAIL ? last_renew : now;
 			if (!ret)
 				(*cycles)++;
 			if (!ret && max_cycles && *cycles >= max_cycles)
 				return 1;
-		} else if (now - last_renew >= 1000) {
-			ret = store_sched_renew(c, epoch, &err);
-			if (!ret)
-				last_renew = now;
 		}
 		if (ret == MU_ENOTLEADER) {
 			mu_warn("leader: epoch=%" PRId64 " fenced: %s; stepping down", epoch, err.msg);
@@ -308,10 +316,12 @@ static int lead(PGconn *c, int64_t epoch, const struct scheduler_cycle_opts *co,
 		double next = last_cycle + (double)tick_ms;
 		if (last_renew + 1000 < next)
 			next = last_renew + 1000;
+		if (hb_renewed() > last_renew)
+			last_renew = hb_renewed();
 		int timeout = (int)(next - scheduler_now_ms());
 		if (timeout < 0)
 			timeout = 0;
-		if (store_sched_wait(c, timeout, &wake)) {
+		if (store_sched_wait(c, timeout, &wake, &wake_submit)) {
 			/* Typically the session was terminated by a standby that
 			 * fenced us while we were stopped. */
 			mu_warn("leader: epoch=%" PRId64 " database session lost after %.0f ms without"
