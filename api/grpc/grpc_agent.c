@@ -182,6 +182,27 @@ static int connect_run(PGconn *db, struct gcall *c)
 		gpus[i].healthy = true;
 		gpus[i].health_reason = "";
 	}
+	/* a GPU found broken stays broken across agent restarts while its node
+	 * is still drained (same UUID); resuming the node, then re-registering,
+	 * clears it */
+	{
+		const char *pn[1] = { r->node_name };
+		PGresult *res = NULL;
+
+		if (store_db_exec(db,
+				  "SELECT g.idx, g.uuid, g.health_reason FROM gpus g JOIN nodes n ON n.id = g.node_id"
+				  " WHERE n.name = $1 AND n.drain AND NOT g.healthy",
+				  1, pn, &res, &c->err) < 0)
+			return c->err.code;
+		for (int k = 0; k < store_db_nrows(res); k++)
+			for (size_t i = 0; i < r->n_gpus; i++)
+				if (gpus[i].index == store_db_get_int64(res, k, 0) &&
+				    !strcmp(gpus[i].uuid ? gpus[i].uuid : "", store_db_get(res, k, 1))) {
+					gpus[i].healthy = false;
+					gpus[i].health_reason = mu_arena_strdup(&c->arena, store_db_get(res, k, 2));
+				}
+		store_db_clear(res);
+	}
 	if (!codec_admin_valid_text(r->address, 255) || !codec_admin_valid_text(r->topology, 255) ||
 	    !codec_admin_valid_text(r->agent_version, 128))
 		return mu_error_set(&c->err, MU_EINVAL, "register", "address/topology/agent_version too long or not UTF-8");

@@ -271,6 +271,9 @@ def test_reconnect_resync(c):
     check_eq(a.recv().WhichOneof("msg"), "ack")
     d = a.desired()
     check_eq(d.drain, True)
+    # the GPU that reported XID 79 stays unhealthy across the agent's restart (node still drained)
+    check_eq(c.sql("SELECT healthy, health_reason FROM gpus g JOIN nodes n ON n.id = g.node_id"
+                   " WHERE n.name = 'gpu-n1' AND idx = 2")[0], ("f", "GPU 2 reported XID 79"))
     a.send(A.AgentMessage(heartbeat=A.Heartbeat(seq=1, gpus=[A.GpuHealth(index=0, xids=[13])])))
     c.wait_until(lambda: c.sql_value("SELECT last_xid FROM gpus g JOIN nodes n ON n.id = g.node_id"
                                      " WHERE n.name = 'gpu-n1' AND idx = 0") == "13", what="xid 13")
@@ -280,6 +283,12 @@ def test_reconnect_resync(c):
     st, _, body = c.api("POST", "/v1/nodes/gpu-n1/resume")
     check_eq(st, 200, body)
     a.desired(lambda d: not d.drain)
+    a.close()
+    # after the resume a re-registration clears it
+    a = Agent(s["agent"], s["tok1"], register("gpu-n1", "10.0.0.1"))
+    check_eq(a.recv().WhichOneof("msg"), "ack")
+    check_eq(c.sql_value("SELECT healthy FROM gpus g JOIN nodes n ON n.id = g.node_id"
+                         " WHERE n.name = 'gpu-n1' AND idx = 2"), "t")
     a.close()
 
 
