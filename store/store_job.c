@@ -109,7 +109,7 @@ struct group_ctx {
 	struct class_info *classes;
 	size_t nclasses;
 	PGresult *deps;    /* id, path */
-	char *levels;      /* settings.topology_levels as JSON text, e.g. ["block", "rack"] */
+	const char *levels; /* settings.topology_levels as JSON text, e.g. ["block", "rack"] */
 	PGresult *idem;    /* tenant_id, key, sha, JOB_COLS */
 };
 
@@ -156,16 +156,21 @@ static int fail_req(struct store_job_submit *s, int code, size_t job, const char
 static int load_refs(PGconn *c, struct group_ctx *g, struct store_job_submit **reqs, size_t n,
 		     struct mu_error *err)
 {
-	static const char tenants_sql[] =
-		"SELECT t.name, t.id, t.path, q.max_pending_jobs, coalesce(q.max_time_limit, 0),"
+	/* tenants named by the group ('t') and every priority class ('c'), in
+	 * one round trip: groups are latency-bound under load */
+	static const char refs_sql[] =
+		"SELECT 't', t.name, t.id, t.path, q.max_pending_jobs::bigint,"
+		"       coalesce(q.max_time_limit, 0)::bigint,"
 		"       CASE WHEN q.max_pending_jobs IS NOT NULL THEN"
 		"         (SELECT count(*) FROM jobs j WHERE j.tenant_id = t.id AND j.state = 'PENDING')"
-		"       ELSE 0 END"
+		"       ELSE 0 END, false"
 		"  FROM tenants t LEFT JOIN quotas q ON q.tenant_id = t.id AND q.gpu_model = ''"
-		" WHERE t.name = ANY($1::text[])";
-	static const char classes_sql[] =
-		"SELECT name, id, default_time_limit, coalesce(max_time_limit, 0), is_default,"
-		"       (SELECT value::text FROM settings WHERE key = 'topology_levels')"
+		" WHERE t.name = ANY($1::text[])"
+		" UNION ALL "
+		"SELECT 'c', name, id::bigint,"
+		"       (SELECT value::text FROM settings WHERE key = 'topology_levels'),"
+		"       default_time_limit::bigint, coalesce(max_time_limit, 0)::bigint, 0::bigint,"
+		"       is_default"
 		"  FROM priority_classes";
 	static const char deps_sql[] =
 		"SELECT j.id, t.path FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
@@ -202,40 +207,37 @@ static int load_refs(PGconn *c, struct group_ctx *g, struct store_job_submit **r
 	mu_buf_addc(&deps, '}');
 
 	p[0] = names.p;
-	ret = store_db_exec(c, tenants_sql, 1, p, &r, err);
+	ret = store_db_exec(c, refs_sql, 1, p, &r, err);
 	if (ret < 0)
 		goto out;
-	for (int i = 0; i < store_db_nrows(r); i++) {
-		struct tenant_info *t = tenant_find(g, store_db_get(r, i, 0));
-
-		if (!t)
-			continue;
-		t->found = true;
-		t->id = store_db_get_int64(r, i, 1);
-		t->path = cdup(&g->a, r, i, 2);
-		t->has_max_pending = !store_db_is_null(r, i, 3);
-		t->max_pending = store_db_get_int64(r, i, 3);
-		t->max_time = store_db_get_int64(r, i, 4);
-		t->pending = store_db_get_int64(r, i, 5);
-	}
-	store_db_clear(r);
-	r = NULL;
-
-	ret = store_db_exec(c, classes_sql, 0, NULL, &r, err);
-	if (ret < 0)
-		goto out;
-	g->nclasses = (size_t)store_db_nrows(r);
+	for (int i = 0; i < store_db_nrows(r); i++)
+		g->nclasses += store_db_get(r, i, 0)[0] == 'c';
 	g->classes = mu_arena_alloc(&g->a, sizeof(*g->classes) * (g->nclasses + 1));
-	for (size_t i = 0; i < g->nclasses; i++) {
-		struct class_info *k = &g->classes[i];
+	g->nclasses = 0;
+	for (int i = 0; i < store_db_nrows(r); i++) {
+		if (store_db_get(r, i, 0)[0] == 'c') {
+			struct class_info *k = &g->classes[g->nclasses++];
 
-		k->name = cdup(&g->a, r, (int)i, 0);
-		k->id = store_db_get_int64(r, (int)i, 1);
-		k->default_time = store_db_get_int64(r, (int)i, 2);
-		k->max_time = store_db_get_int64(r, (int)i, 3);
-		k->is_default = store_db_get_bool(r, (int)i, 4);
-		if (!g->levels)
-			g->levels = mu_arena_strdup(&g->a, store_db_get(r, (int)i, 5));
+			k->name = cdup(&g->a, r, i, 1);
+			k->id = store_db_get_int64(r, i, 2);
+			if (!g->levels)
+				g->levels = cdup(&g->a, r, i, 3);
+			k->default_time = store_db_get_int64(r, i, 4);
+			k->max_time = store_db_get_int64(r, i, 5);
+			k->is_default = store_db_get_bool(r, i, 7);
+		} else {
+			struct tenant_info *t = tenant_find(g, store_db_get(r, i, 1));
+
+			if (!t)
+				continue;
+			t->found = true;
+			t->id = store_db_get_int64(r, i, 2);
+			t->path = cdup(&g->a, r, i, 3);
+			t->has_max_pending = !store_db_is_null(r, i, 4);
+			t->max_pending = store_db_get_int64(r, i, 4);
+			t->max_time = store_db_get_int64(r, i, 5);
+			t->pending = store_db_get_int64(r, i, 6);
+		}
 	}
 	store_db_clear(r);
 	r = NULL;
@@ -492,9 +494,9 @@ static int copy_in(PGconn *c, const char *sql, const struct mu_buf *data, struct
 
 /*
  * Writes every accepted job of the group: ids come from the sequence in
- * input order, rows and their job.submitted events go in by COPY (the
- * fastest path PostgreSQL has: a 10,000-job batch is one round trip each),
- * and one NOTIFY per job wakes the scheduler at COMMIT.
+ * input order, the rows go in by COPY (the fastest path PostgreSQL has),
+ * and one statement writes their job.submitted events and one NOTIFY per
+ * job (delivered at COMMIT).
  */
 static int insert_jobs(PGconn *c, struct store_job_submit **reqs, size_t n, int64_t **tids,
 		       int64_t **cids, size_t total, struct mu_error *err)
@@ -506,12 +508,14 @@ static int insert_jobs(PGconn *c, struct store_job_submit **reqs, size_t n, int6
 		" gpus_per_node, gpu_model, procs_per_node, topology_required, topology_preferred,"
 		" time_limit, command, env, workdir, dependencies, max_retries, labels,"
 		" idempotency_key, request_sha256) FROM STDIN";
-	static const char copy_events_sql[] = "COPY events (kind, tenant_id, job_id) FROM STDIN";
-	static const char notify_sql[] =
-		"SELECT count(pg_notify('muster_sched', 'submit:' || x)) FROM unnest($1::bigint[]) x";
-	struct mu_buf rows = MU_BUF_INIT, events = MU_BUF_INIT, ids = MU_BUF_INIT;
+	static const char events_sql[] =
+		"WITH e AS (INSERT INTO events (kind, tenant_id, job_id)"
+		"  SELECT 'job.submitted', u.t, u.j FROM unnest($1::bigint[], $2::bigint[]) AS u(t, j)"
+		"  RETURNING job_id)"
+		" SELECT count(pg_notify('muster_sched', 'submit:' || job_id)) FROM e";
+	struct mu_buf rows = MU_BUF_INIT, tenants = MU_BUF_INIT, ids = MU_BUF_INIT;
 	char nbuf[24];
-	const char *p[1];
+	const char *p[2];
 	PGresult *r = NULL;
 	size_t at = 0;
 	int ret;
@@ -522,8 +526,9 @@ static int insert_jobs(PGconn *c, struct store_job_submit **reqs, size_t n, int6
 	if (ret < 0)
 		goto out;
 	mu_buf_reserve(&rows, total * 300);
-	mu_buf_reserve(&events, total * 40);
+	mu_buf_reserve(&tenants, total * 8);
 	mu_buf_reserve(&ids, total * 12);
+	mu_buf_addc(&tenants, '{');
 	mu_buf_addc(&ids, '{');
 	for (size_t i = 0; i < n; i++) {
 		struct store_job_submit *s = reqs[i];
@@ -543,26 +548,26 @@ static int insert_jobs(PGconn *c, struct store_job_submit **reqs, size_t n, int6
 			j->tenant_path = mu_arena_strdup(s->arena, j->tenant_path);
 			j->priority_class = mu_arena_strdup(s->arena, j->priority_class);
 			add_row(&rows, j, tids[i][k], cids[i][k], s);
-			mu_buf_addf(&events, "job.submitted\t%lld\t%lld\n", (long long)tids[i][k],
-				    (long long)j->id);
-			if (at)
+			if (at) {
+				mu_buf_addc(&tenants, ',');
 				mu_buf_addc(&ids, ',');
+			}
+			mu_buf_add_int(&tenants, tids[i][k]);
 			mu_buf_add_int(&ids, j->id);
 		}
 	}
+	mu_buf_addc(&tenants, '}');
 	mu_buf_addc(&ids, '}');
 	ret = copy_in(c, copy_jobs_sql, &rows, err);
 	if (ret < 0)
 		goto out;
-	ret = copy_in(c, copy_events_sql, &events, err);
-	if (ret < 0)
-		goto out;
-	p[0] = ids.p;
-	ret = store_db_exec(c, notify_sql, 1, p, NULL, err);
+	p[0] = tenants.p;
+	p[1] = ids.p;
+	ret = store_db_exec(c, events_sql, 2, p, NULL, err);
 out:
 	store_db_clear(r);
 	mu_buf_release(&rows);
-	mu_buf_release(&events);
+	mu_buf_release(&tenants);
 	mu_buf_release(&ids);
 	return ret;
 }
