@@ -135,7 +135,7 @@ int rest_body_json(struct rest_req *rq, json_t **out) __attribute__((warn_unused
 
 /* Sets the reply: `body` is stolen (may be NULL for no body). */
 void rest_result(struct rest_req *rq, int status, json_t *body);
-/* Sets a non-JSON reply; `body` is copied into the arena. */
+/* Sets a reply that is already text (any content type); `body` is copied. */
 void rest_result_text(struct rest_req *rq, int status, const char *content_type,
 		      const char *body, size_t len);
 /* Adds a response header; both strings are copied. */
