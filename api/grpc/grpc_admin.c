@@ -141,6 +141,8 @@ static int tenants_delete(PGconn *db, struct gcall *c)
 
 /* ---- quotas, classes --------------------------------------------------- */
 
+static Muster__V1__Quota *quota_proto(struct gcall *c, const struct store_quota *q);
+
 static int quotas_list(PGconn *db, struct gcall *c)
 {
 	const Muster__V1__ListQuotasRequest *r = (const void *)c->req;
@@ -157,20 +159,80 @@ static int quotas_list(PGconn *db, struct gcall *c)
 	muster__v1__list_quotas_response__init(resp);
 	resp->quotas = A(c, page.n * sizeof(*resp->quotas));
 	for (size_t i = 0; i < page.n; i++) {
-		const struct store_quota *q = &page.items[i];
-		Muster__V1__Quota *p = A(c, sizeof(*p));
-
-		muster__v1__quota__init(p);
-		p->tenant = gstr(c, q->tenant);
-		p->gpu_model = gstr(c, q->gpu_model);
-		p->guaranteed_gpus = q->guaranteed_gpus;
-		p->max_gpus = q->max_gpus;
-		p->max_running_jobs = q->max_running_jobs;
-		p->max_pending_jobs = q->max_pending_jobs;
-		p->max_time_limit_s = q->max_time_limit;
-		resp->quotas[resp->n_quotas++] = p;
+		resp->quotas[resp->n_quotas++] = quota_proto(c, &page.items[i]);
 	}
 	resp->next_page_token = gstr(c, page.next_cursor);
+	c->resp = &resp->base;
+	return 0;
+}
+
+static Muster__V1__Quota *quota_proto(struct gcall *c, const struct store_quota *q)
+{
+	Muster__V1__Quota *p = A(c, sizeof(*p));
+
+	muster__v1__quota__init(p);
+	p->tenant = gstr(c, q->tenant);
+	p->gpu_model = gstr(c, q->gpu_model);
+	p->guaranteed_gpus = q->guaranteed_gpus;
+	p->max_gpus = q->max_gpus;
+	p->max_running_jobs = q->max_running_jobs;
+	p->max_pending_jobs = q->max_pending_jobs;
+	p->max_time_limit_s = q->max_time_limit;
+	return p;
+}
+
+static json_t *limit_json(int64_t v)
+{
+	return v < 0 ? json_null() : json_integer(v);
+}
+
+/* Through the REST codec: the same ranges and errors as PUT .../quota. */
+static int quota_set(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__SetQuotaRequest *r = (const void *)c->req;
+	const Muster__V1__Quota *q = r->quota;
+	struct store_quota in = { 0 }, out;
+	json_t *body;
+	int ret;
+
+	if (!q)
+		return mu_error_set(&c->err, MU_EMISSING, "quota", "required");
+	if ((ret = name_arg(c, q->tenant)) < 0)
+		return ret;
+	body = json_object();
+	if (q->gpu_model && q->gpu_model[0])
+		json_object_set_new(body, "gpu_model", json_string(q->gpu_model));
+	json_object_set_new(body, "guaranteed_gpus", json_integer(q->guaranteed_gpus));
+	json_object_set_new(body, "max_gpus", limit_json(q->max_gpus));
+	json_object_set_new(body, "max_running_jobs", limit_json(q->max_running_jobs));
+	json_object_set_new(body, "max_pending_jobs", limit_json(q->max_pending_jobs));
+	json_object_set_new(body, "max_time_limit", limit_json(q->max_time_limit_s));
+	ret = codec_quota_decode(body, &in, &c->err);
+	if (ret < 0)
+		goto out;
+	in.gpu_model = gstr(c, in.gpu_model);
+	in.tenant = q->tenant;
+	ret = store_quota_put(db, &c->arena, &in, &out, &c->err);
+	if (ret < 0)
+		goto out;
+	c->resp = &quota_proto(c, &out)->base;
+out:
+	json_decref(body);
+	return ret;
+}
+
+static int quota_delete(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__DeleteQuotaRequest *r = (const void *)c->req;
+	Muster__V1__Empty *resp = A(c, sizeof(*resp));
+	int ret;
+
+	if ((ret = name_arg(c, r->tenant)) < 0)
+		return ret;
+	ret = store_quota_delete(db, r->tenant, r->gpu_model ? r->gpu_model : "", &c->err);
+	if (ret < 0)
+		return ret;
+	muster__v1__empty__init(resp);
 	c->resp = &resp->base;
 	return 0;
 }
@@ -344,6 +406,8 @@ const struct gmethod grpc_admin_methods[] = {
 	ADMIN("CreateTenant", GR_ADMIN, create_tenant_request, tenants_create),
 	ADMIN("DeleteTenant", GR_ADMIN, delete_tenant_request, tenants_delete),
 	ADMIN("ListQuotas", GR_READERS, list_quotas_request, quotas_list),
+	ADMIN("SetQuota", GR_ADMIN, set_quota_request, quota_set),
+	ADMIN("DeleteQuota", GR_ADMIN, delete_quota_request, quota_delete),
 	ADMIN("ListPriorityClasses", GR_READERS, list_priority_classes_request, pclasses_list),
 	ADMIN("ListNodes", GR_READERS, list_nodes_request, nodes_list),
 	ADMIN("GetNode", GR_READERS | GR_AGENT, get_node_request, nodes_get),

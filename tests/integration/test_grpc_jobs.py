@@ -199,7 +199,7 @@ def test_bad_input(c):
     rnd = random.Random(5)
     methods = ["/muster.v1.JobService/" + m for m in ("Submit", "Get", "List", "Cancel")] + \
         ["/muster.v1.AdminService/" + m for m in ("ListTenants", "GetTenant", "CreateTenant", "DeleteTenant",
-                                                   "ListQuotas", "ListPriorityClasses", "ListNodes", "GetNode",
+                                                   "ListQuotas", "SetQuota", "DeleteQuota", "ListPriorityClasses", "ListNodes", "GetNode",
                                                    "DrainNode", "ResumeNode")] + ["/grpc.health.v1.Health/Check"]
     bad = {code.INTERNAL, code.UNKNOWN, code.UNAVAILABLE, code.DEADLINE_EXCEEDED}
     seen = set()
@@ -308,6 +308,23 @@ def test_admin_service(c):
     check("normal" in classes, classes)
     q = s["admin_svc"].ListQuotas(A.ListQuotasRequest(), metadata=md(s["admin"]), timeout=10)
     check(any(x.tenant == "ga" and x.max_gpus == 99 for x in q.quotas), q)
+    q = s["admin_svc"].SetQuota(A.SetQuotaRequest(quota=A.Quota(
+        tenant="gc", gpu_model="H100", guaranteed_gpus=2, max_gpus=8, max_running_jobs=-1, max_pending_jobs=-1,
+        max_time_limit_s=3600)), metadata=md(s["admin"]), timeout=10)
+    check_eq((q.tenant, q.gpu_model, q.guaranteed_gpus, q.max_gpus, q.max_running_jobs, q.max_time_limit_s),
+             ("gc", "H100", 2, 8, -1, 3600))
+    check_eq(c.sql("SELECT max_gpus, max_running_jobs FROM quotas q JOIN tenants t ON t.id = q.tenant_id"
+                   " WHERE t.name = 'gc' AND gpu_model = 'H100'")[0], ("8", None))
+    e = expect_code(code.INVALID_ARGUMENT, s["admin_svc"].SetQuota, A.SetQuotaRequest(quota=A.Quota(
+        tenant="gc", guaranteed_gpus=9, max_gpus=8, max_running_jobs=-1, max_pending_jobs=-1,
+        max_time_limit_s=-1)), metadata=md(s["admin"]), timeout=10)
+    check("max_gpus" in e.details(), e.details())
+    expect_code(code.PERMISSION_DENIED, s["admin_svc"].SetQuota, A.SetQuotaRequest(quota=A.Quota(tenant="gc")),
+                metadata=md(s["a"]), timeout=10)
+    s["admin_svc"].DeleteQuota(A.DeleteQuotaRequest(tenant="gc", gpu_model="H100"), metadata=md(s["admin"]),
+                               timeout=10)
+    expect_code(code.NOT_FOUND, s["admin_svc"].DeleteQuota, A.DeleteQuotaRequest(tenant="gc", gpu_model="H100"),
+                metadata=md(s["admin"]), timeout=10)
     c.sql("INSERT INTO nodes (name, gpu_count) VALUES ('gn1', 0)")
     n = s["admin_svc"].DrainNode(A.DrainNodeRequest(name="gn1", reason="maintenance"), metadata=md(s["admin"]),
                                  timeout=10)
