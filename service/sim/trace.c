@@ -190,9 +190,12 @@ static int swf_line(struct trace *t, const char *s, size_t n, size_t line, struc
 		j->truncated = true;
 		t->truncated++;
 	}
-	char ubuf[32];
-	int ul = snprintf(ubuf, sizeof(ubuf), "%.0f", f[11]);
-	j->user = f[11] >= 0 ? trace_intern(t, ubuf, (size_t)ul) : -1;
+	j->user = -1;
+	if (f[11] >= 0 && f[11] < 1e15) { /* a user number; anything else is "no user" */
+		char ubuf[32];
+		int ul = snprintf(ubuf, sizeof(ubuf), "%.0f", f[11]);
+		j->user = trace_intern(t, ubuf, (size_t)ul);
+	}
 	t->text = mu_grow(t->text, &t->cap_text, t->ntext + n + 1, 1);
 	j->text = t->ntext;
 	memcpy(t->text + t->ntext, s, n);
