@@ -497,10 +497,20 @@ static void flush_heartbeats(PGconn *db)
 		mu_buf_addc(&b[i], '}');
 		params[i] = b[i].p;
 	}
-	if (store_db_exec(db, sql, 8, params, NULL, &err) < 0)
-		mu_warn("grpc heartbeats=%zu flush failed: %s", nn, err.msg);
-	else
-		G.hb_flushed += nn;
+	/* a deadlock with a scheduler cycle or a serialization failure: try again */
+	for (int attempt = 0;; attempt++) {
+		int ret = store_db_exec(db, sql, 8, params, NULL, &err);
+
+		if (ret == 0) {
+			G.hb_flushed += nn;
+			break;
+		}
+		if (attempt == 2 || !store_db_ok(db)) {
+			mu_warn("grpc heartbeats=%zu flush failed: %s", nn, err.msg);
+			break;
+		}
+		usleep(10000 * (attempt + 1));
+	}
 	for (int i = 0; i < 8; i++)
 		mu_buf_release(&b[i]);
 out:
