@@ -191,6 +191,11 @@ TABLE = [
     ('tenant duplicate', 'POST', '/v1/tenants', {'name': 'alpha'}, 'admin', None, 409, 'conflict', ANY),
     ('token bad role', 'POST', '/v1/tokens', {'role': 'root'}, 'admin', None, 400, 'invalid-request', 'role'),
     ('token bad expiry', 'POST', '/v1/tokens', {'role': 'reader', 'expires_at': 'tomorrow'}, 'admin', None, 400, 'invalid-request', 'expires_at'),
+    ('token expiring in the past', 'POST', '/v1/tokens', {'role': 'reader', 'expires_at': '2001-01-01T00:00:00Z'}, 'admin', None, 400, 'out-of-range', 'expires_at'),
+    ('tenant mints an admin', 'POST', '/v1/tokens', {'role': 'admin'}, 'alpha', None, 403, 'forbidden', 'role'),
+    ('tenant under itself', 'PATCH', '/v1/tenants/alpha', {'parent': 'alpha'}, 'admin', None, 400, 'invalid-request', 'parent'),
+    ('delete root', 'DELETE', '/v1/tenants/root', None, 'admin', None, 409, 'conflict', ANY),
+    ('class default over max', 'POST', '/v1/priority-classes', {'name': 'p2', 'priority': 1, 'default_time_limit': 7200, 'max_time_limit': 3600}, 'admin', None, 400, 'out-of-range', 'default_time_limit'),
     ('quota guaranteed > max', 'PUT', '/v1/tenants/alpha/quota', {'guaranteed_gpus': 10, 'max_gpus': 5}, 'admin', None, 400, 'out-of-range', 'max_gpus'),
     ('class priority string', 'POST', '/v1/priority-classes', {'name': 'p', 'priority': 'high'}, 'admin', None, 400, 'wrong-type', 'priority'),
 ]
