@@ -101,7 +101,7 @@ int main(int argc, char **argv)
 	size_t nalloc = 0, nr = 0;
 	long cursor = 0;
 	for (long r = 0; r < nrunning && cursor < nnodes; r++) {
-		int roll = pick(100), g = roll < 70 ? 1 : roll < 90 ? 2 : roll < 98 ? 4 : 8, nn = roll >= 99 ? 4 : 1;
+		int roll = pick(1000), g = roll < 800 ? 1 : roll < 950 ? 2 : roll < 990 ? 4 : 8, nn = roll >= 997 ? 4 : 1;
 		struct sched_run *x = &runs[nr];
 		x->alloc = &allocs[nalloc];
 		for (int k = 0; k < nn; k++) {
