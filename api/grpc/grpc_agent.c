@@ -19,7 +19,6 @@
  * Unchanged states are not resent.
  */
 #include <jansson.h>
-#include <libpq-fe.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +32,7 @@
 #include "grpc_internal.h"
 #include "log.h"
 #include "muster/v1/agent.pb-c.h"
+#include "store_listen.h"
 #include "store_node.h"
 
 #define HB_FLUSH_MS 250
@@ -932,8 +932,19 @@ static void push_dirty(PGconn *db)
 	mu_free(sn);
 }
 
+static void on_notify(void *arg, const char *channel, const char *payload)
+{
+	(void)arg;
+	if (!strcmp(channel, "muster_agents"))
+		mark_dirty(0, payload[0] ? payload : NULL);
+	else if (!strncmp(payload, "node:", 5))
+		mark_dirty(0, payload + 5);
+}
+
 static void *agent_main(void *arg)
 {
+	static const char *const channels[] = { "muster_agents", "muster_sched" };
+
 	PGconn *db = NULL;
 	int64_t next_connect = 0, next_flush = 0, next_resync = 0;
 
@@ -949,7 +960,7 @@ static void *agent_main(void *arg)
 			struct mu_error err = { 0 };
 
 			db = store_db_connect(grpc_db_url(), "muster-api:grpc-agents", &err);
-			if (db && store_db_exec_simple(db, "LISTEN muster_agents; LISTEN muster_sched", &err) < 0) {
+			if (db && store_listen(db, channels, 2, &err) < 0) {
 				store_db_close(db);
 				db = NULL;
 			}
@@ -961,20 +972,13 @@ static void *agent_main(void *arg)
 			}
 		}
 		if (db)
-			pf[1] = (struct pollfd){ .fd = PQsocket(db), .events = POLLIN };
+			pf[1] = (struct pollfd){ .fd = store_listen_fd(db), .events = POLLIN };
 		poll(pf, 2, HB_FLUSH_MS);
 		if (pf[0].revents & POLLIN && read(G.wake, &v, sizeof(v)) < 0)
 			mu_debug("grpc agent wake read failed");
 		if (grpc_stopping() || !db)
 			continue;
-		PQconsumeInput(db);
-		for (PGnotify *nt; (nt = PQnotifies(db)); PQfreemem(nt)) {
-			if (!strcmp(nt->relname, "muster_agents"))
-				mark_dirty(0, nt->extra[0] ? nt->extra : NULL);
-			else if (!strncmp(nt->extra, "node:", 5))
-				mark_dirty(0, nt->extra + 5);
-		}
-		if (!store_db_ok(db)) {
+		if (store_listen_drain(db, on_notify, NULL) < 0 || !store_db_ok(db)) {
 			store_db_close(db);
 			db = NULL;
 			continue;

@@ -9,7 +9,6 @@
  * cursor (see watch_* below).
  */
 #include <jansson.h>
-#include <libpq-fe.h>
 #include <limits.h>
 #include <openssl/evp.h>
 #include <poll.h>
@@ -25,6 +24,7 @@
 #include "log.h"
 #include "muster/v1/jobs.pb-c.h"
 #include "store_job.h"
+#include "store_listen.h"
 
 #define TS(col) "to_char((" col ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
@@ -843,7 +843,7 @@ static void *watch_main(void *arg)
 			struct mu_error err = { 0 };
 
 			db = store_db_connect(grpc_db_url(), "muster-api:grpc-watch", &err);
-			if (db && store_db_exec_simple(db, "LISTEN muster_sched; LISTEN muster_agents", &err) < 0) {
+			if (db && store_listen(db, (const char *const[]){ "muster_sched", "muster_agents" }, 2, &err) < 0) {
 				store_db_close(db);
 				db = NULL;
 			}
@@ -853,19 +853,15 @@ static void *watch_main(void *arg)
 			}
 		}
 		if (db)
-			pf[1] = (struct pollfd){ .fd = PQsocket(db), .events = POLLIN };
+			pf[1] = (struct pollfd){ .fd = store_listen_fd(db), .events = POLLIN };
 		poll(pf, 2, 250);
 		if (pf[0].revents & POLLIN && read(W.wake, &v, sizeof(v)) < 0)
 			continue;
 		if (grpc_stopping())
 			break;
 		if (db) {
-			PGnotify *nt;
-
-			PQconsumeInput(db);
-			while ((nt = PQnotifies(db)))
-				PQfreemem(nt);
-			if (!store_db_ok(db)) {
+			/* a notification only wakes us: every watcher polls below */
+			if (store_listen_drain(db, NULL, NULL) < 0 || !store_db_ok(db)) {
 				store_db_close(db);
 				db = NULL;
 				continue;
