@@ -32,6 +32,7 @@
 #include "grpc_internal.h"
 #include "log.h"
 #include "muster/v1/agent.pb-c.h"
+#include "store_agent.h"
 #include "store_listen.h"
 #include "store_node.h"
 
@@ -58,14 +59,6 @@ struct agent {
 	struct agent *next;
 };
 
-struct hb_gpu {
-	int64_t node_id;
-	int32_t idx;
-	int64_t mem_used;
-	int32_t util, temp;
-	int64_t ecc;
-	int32_t xid;            /* last XID in this heartbeat, 0 = none */
-};
 
 struct fault {
 	int64_t node_id;
@@ -94,7 +87,7 @@ static struct {
 	int resync_ms;
 	int64_t *hb_nodes;
 	size_t n_hb_nodes, cap_hb_nodes;
-	struct hb_gpu *hb;
+	struct store_agent_gpu_hb *hb;
 	size_t n_hb, cap_hb;
 	uint64_t hb_received, hb_flushed;
 	struct fault *faults;
@@ -149,7 +142,7 @@ static int connect_run(PGconn *db, struct gcall *c)
 	struct store_gpu_reg *gpus;
 	struct agent *a;
 	json_t *labels;
-	char *labels_txt, hbt[32];
+	char *labels_txt;
 	int64_t node_id = 0;
 	int ret;
 
@@ -186,22 +179,18 @@ static int connect_run(PGconn *db, struct gcall *c)
 	 * is still drained (same UUID); resuming the node, then re-registering,
 	 * clears it */
 	{
-		const char *pn[1] = { r->node_name };
-		PGresult *res = NULL;
+		struct store_agent_broken_gpu *bad;
+		size_t nbad;
 
-		if (store_db_exec(db,
-				  "SELECT g.idx, g.uuid, g.health_reason FROM gpus g JOIN nodes n ON n.id = g.node_id"
-				  " WHERE n.name = $1 AND n.drain AND NOT g.healthy",
-				  1, pn, &res, &c->err) < 0)
-			return c->err.code;
-		for (int k = 0; k < store_db_nrows(res); k++)
+		ret = store_agent_broken_gpus(db, &c->arena, r->node_name, &bad, &nbad, &c->err);
+		if (ret < 0)
+			return ret;
+		for (size_t k = 0; k < nbad; k++)
 			for (size_t i = 0; i < r->n_gpus; i++)
-				if (gpus[i].index == store_db_get_int64(res, k, 0) &&
-				    !strcmp(gpus[i].uuid ? gpus[i].uuid : "", store_db_get(res, k, 1))) {
+				if (gpus[i].index == bad[k].idx && !strcmp(gpus[i].uuid ? gpus[i].uuid : "", bad[k].uuid)) {
 					gpus[i].healthy = false;
-					gpus[i].health_reason = mu_arena_strdup(&c->arena, store_db_get(res, k, 2));
+					gpus[i].health_reason = bad[k].reason;
 				}
-		store_db_clear(res);
 	}
 	if (!codec_admin_valid_text(r->address, 255) || !codec_admin_valid_text(r->topology, 255) ||
 	    !codec_admin_valid_text(r->agent_version, 128))
@@ -235,10 +224,7 @@ static int connect_run(PGconn *db, struct gcall *c)
 	a->c = c;
 	a->node_id = node_id;
 	a->node = mu_strdup(r->node_name);
-	a->hb_timeout = 30;
-	if (store_db_query_text(db, "SELECT value::text FROM settings WHERE key = 'heartbeat_timeout'", 0,
-				NULL, hbt, sizeof(hbt), NULL) == 0 && atoi(hbt) > 0)
-		a->hb_timeout = atoi(hbt);
+	a->hb_timeout = store_agent_heartbeat_timeout(db);
 	c->stream = a;
 	c->stream_free = agent_free;
 	mu_info("node=%s agent registered (%zu GPUs, stream from %s)", a->node, r->n_gpus,
@@ -277,16 +263,16 @@ static void on_heartbeat(struct agent *a, const Muster__V1__Heartbeat *h)
 	G.hb_nodes[G.n_hb_nodes++] = a->node_id;
 	for (size_t i = 0; i < h->n_gpus && i < MAX_GPUS; i++) {
 		const Muster__V1__GpuHealth *g = h->gpus[i];
-		struct hb_gpu *e;
+		struct store_agent_gpu_hb *e;
 
 		G.hb = mu_grow(G.hb, &G.cap_hb, G.n_hb + 1, sizeof(*G.hb));
 		e = &G.hb[G.n_hb++];
 		e->node_id = a->node_id;
 		e->idx = g->index;
-		e->mem_used = g->memory_used_mb;
-		e->util = g->utilization;
-		e->temp = g->temperature;
-		e->ecc = g->ecc_errors;
+		e->mem_used_mb = g->memory_used_mb;
+		e->utilization = g->utilization;
+		e->temperature = g->temperature;
+		e->ecc_errors = g->ecc_errors;
 		e->xid = g->n_xids ? g->xids[g->n_xids - 1] : 0;
 		for (size_t k = 0; k < g->n_xids; k++) {
 			struct fault *f;
@@ -438,32 +424,11 @@ static void connect_start(struct gcall *c)
 
 /* ---- the agent thread: heartbeats, faults, run status ------------------- */
 
-static void add_i64(struct mu_buf *b, int64_t v)
-{
-	if (b->len > 1)
-		mu_buf_addc(b, ',');
-	mu_buf_add_int(b, v);
-}
-
 static void flush_heartbeats(PGconn *db)
 {
-	static const char sql[] =
-		"WITH o AS (SELECT id, up AS was_up FROM nodes WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE),"
-		" hb AS (UPDATE nodes n SET last_heartbeat = now(), up = true FROM o WHERE n.id = o.id"
-		"        RETURNING n.id, n.name, o.was_up),"
-		" back AS (SELECT id, name FROM hb WHERE NOT was_up),"
-		" ev AS (INSERT INTO events (kind, node_id, reason) SELECT 'node.up', id, 'heartbeat' FROM back),"
-		" g AS (UPDATE gpus g SET memory_used_mb = u.m, utilization = u.ut, temperature = u.t,"
-		"        ecc_errors = u.e, last_xid = coalesce(nullif(u.x, 0), g.last_xid), updated_at = now()"
-		"        FROM unnest($2::bigint[], $3::int[], $4::bigint[], $5::int[], $6::int[], $7::bigint[], $8::int[])"
-		"             AS u(node_id, idx, m, ut, t, e, x)"
-		"        WHERE g.node_id = u.node_id AND g.idx = u.idx)"
-		" SELECT pg_notify('muster_sched', 'node:' || name) FROM back";
-	struct mu_buf b[8];
-	const char *params[8];
 	struct mu_error err = { 0 };
+	struct store_agent_gpu_hb *hb;
 	int64_t *nodes;
-	struct hb_gpu *hb;
 	size_t nn, nh;
 
 	pthread_mutex_lock(&G.mu);
@@ -476,44 +441,10 @@ static void flush_heartbeats(PGconn *db)
 	G.hb = NULL;
 	G.n_hb = G.cap_hb = 0;
 	pthread_mutex_unlock(&G.mu);
-	if (!nn)
-		goto out;
-	for (int i = 0; i < 8; i++) {
-		mu_buf_init(&b[i]);
-		mu_buf_addc(&b[i], '{');
-	}
-	for (size_t i = 0; i < nn; i++)
-		add_i64(&b[0], nodes[i]);
-	for (size_t i = 0; i < nh; i++) {
-		add_i64(&b[1], hb[i].node_id);
-		add_i64(&b[2], hb[i].idx);
-		add_i64(&b[3], hb[i].mem_used);
-		add_i64(&b[4], hb[i].util);
-		add_i64(&b[5], hb[i].temp);
-		add_i64(&b[6], hb[i].ecc);
-		add_i64(&b[7], hb[i].xid);
-	}
-	for (int i = 0; i < 8; i++) {
-		mu_buf_addc(&b[i], '}');
-		params[i] = b[i].p;
-	}
-	/* a deadlock with a scheduler cycle or a serialization failure: try again */
-	for (int attempt = 0;; attempt++) {
-		int ret = store_db_exec(db, sql, 8, params, NULL, &err);
-
-		if (ret == 0) {
-			G.hb_flushed += nn;
-			break;
-		}
-		if (attempt == 2 || !store_db_ok(db)) {
-			mu_warn("grpc heartbeats=%zu flush failed: %s", nn, err.msg);
-			break;
-		}
-		usleep(10000 * (attempt + 1));
-	}
-	for (int i = 0; i < 8; i++)
-		mu_buf_release(&b[i]);
-out:
+	if (store_agent_heartbeats(db, nodes, nn, hb, nh, &err) < 0)
+		mu_warn("grpc heartbeats=%zu flush failed: %s", nn, err.msg);
+	else
+		G.hb_flushed += nn;
 	mu_free(nodes);
 	mu_free(hb);
 }
@@ -521,158 +452,13 @@ out:
 static void apply_fault(PGconn *db, const struct fault *f)
 {
 	struct mu_error err = { 0 };
-	char node_id[24], gpu[16], xid[16], drained[8] = "";
-	const char *p[4] = { node_id, gpu, f->reason, xid };
-	const char *pn[1] = { node_id };
-	int ret;
 
-	snprintf(node_id, sizeof(node_id), "%lld", (long long)f->node_id);
-	snprintf(gpu, sizeof(gpu), "%d", f->gpu);
-	snprintf(xid, sizeof(xid), "%d", f->xid);
 	mu_warn("node=%s %s: GPU unhealthy / node drained", f->node, f->reason);
-	if (f->gpu >= 0) {
-		ret = store_db_exec(db,
-				    "WITH g AS (UPDATE gpus SET healthy = false, health_reason = $3, last_xid = $4::int,"
-				    "  updated_at = now() WHERE node_id = $1::bigint AND idx = $2::int RETURNING idx)"
-				    " INSERT INTO events (kind, node_id, reason, data)"
-				    " SELECT 'gpu.unhealthy', $1::bigint, $3, jsonb_build_object('gpu', $2::int, 'xid', $4::int)"
-				    " FROM g",
-				    4, p, NULL, &err);
-	} else {
-		ret = store_db_exec(db,
-				    "INSERT INTO events (kind, node_id, reason) VALUES ('node.link_down', $1::bigint, $3)",
-				    3, (const char *[]){ node_id, gpu, f->reason }, NULL, &err);
-	}
-	if (ret < 0)
-		mu_warn("node=%s fault not recorded: %s", f->node, err.msg);
-	ret = store_db_query_text(db, "SELECT drain::text FROM nodes WHERE id = $1::bigint", 1, pn, drained,
-				  sizeof(drained), &err);
-	if (ret == 0 && strcmp(drained, "true"))
-		ret = store_node_drain(db, f->node, true, f->reason, &err);
-	else if (ret == 0)
-		ret = store_db_exec(db, "SELECT pg_notify('muster_sched', 'node:' || name) FROM nodes WHERE id = $1::bigint",
-				    1, pn, NULL, &err);
-	if (ret < 0)
-		mu_warn("node=%s drain failed: %s", f->node, err.msg);
+	if (store_agent_fault(db, f->node_id, f->node, f->gpu, f->xid, f->reason, &err) < 0)
+		mu_warn("node=%s fault not fully recorded: %s", f->node, err.msg);
 }
 
 static const char *const phase_names[] = { "", "RUNNING", "EXITED", "FAILED_TO_START" };
-
-struct rs_tx {
-	const struct rstatus *s;
-	bool changed;       /* desired states of the run's nodes may change */
-};
-
-static int run_status_tx(PGconn *db, void *arg, struct mu_error *err)
-{
-	struct rs_tx *t = arg;
-	const struct rstatus *s = t->s;
-	char run[24], node[24], ec[16], sig[16];
-	const char *p[7] = { run, node, phase_names[s->phase], ec, sig, s->log_path, s->message };
-	PGresult *res = NULL;
-	bool live, ended, stopping, failed, all_exited;
-	int ret;
-
-	snprintf(run, sizeof(run), "%lld", (long long)s->run_id);
-	snprintf(node, sizeof(node), "%lld", (long long)s->node_id);
-	snprintf(ec, sizeof(ec), "%d", s->exit_code);
-	snprintf(sig, sizeof(sig), "%d", s->exit_signal);
-	ret = store_db_exec(db,
-			    "SELECT r.live, r.ended_at IS NOT NULL, r.state = 'STOPPING' OR r.stop_requested_at IS NOT NULL"
-			    " FROM runs r WHERE r.id = $1::bigint"
-			    " AND EXISTS (SELECT 1 FROM run_allocations a WHERE a.run_id = r.id AND a.node_id = $2::bigint)"
-			    " FOR UPDATE OF r",
-			    2, p, &res, err);
-	if (ret < 0)
-		return ret;
-	if (store_db_nrows(res) != 1) {
-		store_db_clear(res);
-		mu_info("run=%s node_id=%s status for a run not on this node: ignored", run, node);
-		return 0;
-	}
-	live = store_db_get_bool(res, 0, 0);
-	ended = store_db_get_bool(res, 0, 1);
-	stopping = store_db_get_bool(res, 0, 2);
-	store_db_clear(res);
-	/* never downgrade a part that has exited */
-	ret = store_db_exec(db,
-			    "INSERT INTO run_node_status AS s (run_id, node_id, phase, exit_code, exit_signal, log_path, message)"
-			    " VALUES ($1::bigint, $2::bigint, $3::text, CASE WHEN $3::text = 'RUNNING' THEN NULL ELSE $4::int END,"
-			    "         nullif($5::int, 0), $6::text, $7::text)"
-			    " ON CONFLICT (run_id, node_id) DO UPDATE SET phase = EXCLUDED.phase, exit_code = EXCLUDED.exit_code,"
-			    "   exit_signal = EXCLUDED.exit_signal, log_path = EXCLUDED.log_path, message = EXCLUDED.message,"
-			    "   updated_at = now()"
-			    " WHERE s.phase = 'RUNNING'",
-			    7, p, NULL, err);
-	if (ret < 0)
-		return ret;
-	ret = store_db_exec(db,
-			    "INSERT INTO events (kind, tenant_id, job_id, run_id, node_id, reason, data)"
-			    " SELECT 'run.node_' || lower($3::text), j.tenant_id, j.id, r.id, $2::bigint, $7::text,"
-			    "   jsonb_build_object('node', (SELECT name FROM nodes WHERE id = $2::bigint), 'exit_code',"
-			    "     CASE WHEN $3::text = 'RUNNING' THEN NULL ELSE $4::int END, 'exit_signal', nullif($5::int, 0),"
-			    "     'log_path', $6::text)"
-			    " FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.id = $1::bigint",
-			    7, p, NULL, err);
-	if (ret < 0)
-		return ret;
-	if (!live || ended)
-		return 0;
-	if (s->phase == 1) {
-		ret = store_db_exec(db,
-				    "WITH u AS (UPDATE runs SET state = 'RUNNING', started_at = coalesce(started_at, now())"
-				    "  WHERE id = $1::bigint AND state = 'STARTING' RETURNING id, job_id)"
-				    " INSERT INTO events (kind, tenant_id, job_id, run_id, reason)"
-				    " SELECT 'run.running', j.tenant_id, j.id, u.id, '' FROM u JOIN jobs j ON j.id = u.job_id",
-				    1, p, NULL, err);
-		goto notify;
-	}
-	failed = s->phase == 3 || s->exit_code != 0 || s->exit_signal != 0;
-	ret = store_db_exec(db,
-			    "SELECT (SELECT count(*) FROM run_node_status WHERE run_id = $1::bigint"
-			    "        AND phase IN ('EXITED', 'FAILED_TO_START'))"
-			    "    >= (SELECT count(DISTINCT node_id) FROM run_allocations WHERE run_id = $1::bigint)",
-			    1, p, &res, err);
-	if (ret < 0)
-		return ret;
-	all_exited = store_db_get_bool(res, 0, 0);
-	store_db_clear(res);
-	if (stopping) {
-		/* every part confirmed the stop: the scheduler finishes the run */
-		if (all_exited)
-			ret = store_db_exec(db,
-					    "UPDATE runs SET ended_at = now(), exit_code = coalesce(exit_code, $4::int),"
-					    " exit_signal = coalesce(exit_signal, nullif($5::int, 0))"
-					    " WHERE id = $1::bigint AND $2::bigint > 0 AND $3::text <> ''",
-					    5, p, NULL, err);
-	} else if (failed) {
-		/* one part failed: the run failed; the other parts leave their desired state */
-		ret = store_db_exec(db,
-				    "UPDATE runs SET ended_at = now(), state = 'FAILED', exit_code = $4::int,"
-				    " exit_signal = nullif($5::int, 0), started_at = coalesce(started_at, now())"
-				    " WHERE id = $1::bigint AND $2::bigint > 0 AND $3::text <> ''",
-				    5, p, NULL, err);
-		t->changed = true;
-	} else if (all_exited) {
-		ret = store_db_exec(db,
-				    "UPDATE runs SET ended_at = now(), state = 'COMPLETED', exit_code = 0,"
-				    " started_at = coalesce(started_at, now()) WHERE id = $1::bigint",
-				    1, p, NULL, err);
-	}
-	if (ret < 0)
-		return ret;
-notify:
-	if (ret < 0)
-		return ret;
-	if (t->changed)
-		ret = store_db_exec(db,
-				    "SELECT pg_notify('muster_agents', n.name) FROM nodes n WHERE n.id IN"
-				    " (SELECT node_id FROM run_allocations WHERE run_id = $1::bigint)",
-				    1, p, NULL, err);
-	if (ret == 0)
-		ret = store_db_exec(db, "SELECT pg_notify('muster_sched', 'run:' || $1::text)", 1, p, NULL, err);
-	return ret;
-}
 
 static void mark_dirty(int64_t node_id, const char *name)
 {
@@ -750,27 +536,6 @@ static void desired_json(struct mu_arena *m, Muster__V1__DesiredRun *r, const ch
 	json_decref(v);
 }
 
-static void gpu_list(struct mu_arena *m, Muster__V1__DesiredRun *r, const char *arr)
-{
-	size_t n = 1;
-
-	for (const char *p = arr; *p; p++)
-		n += *p == ',';
-	r->gpu_indices = A(m, n * sizeof(int32_t));
-	for (const char *p = arr; *p;) {
-		char *end;
-		long v;
-
-		if (*p < '0' || *p > '9') {
-			p++;
-			continue;
-		}
-		v = strtol(p, &end, 10);
-		r->gpu_indices[r->n_gpu_indices++] = (int32_t)v;
-		p = end;
-	}
-}
-
 struct snap {
 	struct agent *a;
 	struct gcall *c;
@@ -781,70 +546,47 @@ struct snap {
 
 static void push_desired(PGconn *db, struct snap *sn, size_t n)
 {
-	static const char runs_sql[] =
-		"SELECT a.node_id, r.id, r.job_id, r.attempt, j.name, t.name, j.user_name, j.command::text,"
-		" j.env::text, j.workdir, j.procs_per_node, min(a.node_rank),"
-		" coalesce(array_agg(a.gpu_index ORDER BY a.gpu_index) FILTER (WHERE a.gpu_index >= 0), '{}')::text,"
-		" r.master_addr, r.master_port, r.time_limit,"
-		" r.state = 'STOPPING' OR r.stop_requested_at IS NOT NULL, r.stop_reason, r.grace_period,"
-		" r.gpus_per_node,"
-		" (SELECT coalesce(json_agg(json_build_object('rank', x.rk, 'name', nd.name, 'address', nd.address,"
-		"     'gpus', x.g) ORDER BY x.rk), '[]')"
-		"    FROM (SELECT node_id, min(node_rank) AS rk, count(*) FILTER (WHERE gpu_index >= 0) AS g"
-		"          FROM run_allocations WHERE run_id = r.id GROUP BY node_id) x"
-		"    JOIN nodes nd ON nd.id = x.node_id)::text"
-		" FROM run_allocations a JOIN runs r ON r.id = a.run_id JOIN jobs j ON j.id = r.job_id"
-		" JOIN tenants t ON t.id = j.tenant_id"
-		" WHERE a.live AND r.live AND r.ended_at IS NULL AND a.node_id = ANY($1::bigint[])"
-		"   AND NOT EXISTS (SELECT 1 FROM run_node_status s WHERE s.run_id = r.id AND s.node_id = a.node_id"
-		"                   AND s.phase <> 'RUNNING')"
-		" GROUP BY a.node_id, r.id, j.id, t.name ORDER BY a.node_id, r.id";
-	struct mu_buf ids = MU_BUF_INIT;
+	struct store_desired_run *runs = NULL;
+	struct store_desired_node *nodes = NULL;
+	size_t nruns, nnodes;
+	int64_t *ids = mu_calloc(n, sizeof(*ids));
 	struct mu_error err = { 0 };
 	struct mu_arena m;
-	PGresult *res = NULL, *nres = NULL;
-	const char *params[1];
-	int rows;
 
 	mu_arena_init(&m, 0);
-	mu_buf_addc(&ids, '{');
 	for (size_t i = 0; i < n; i++) {
-		add_i64(&ids, sn[i].node_id);
+		ids[i] = sn[i].node_id;
 		muster__v1__desired_state__init(&sn[i].ds);
 	}
-	mu_buf_addc(&ids, '}');
-	params[0] = ids.p;
-	if (store_db_exec(db, runs_sql, 1, params, &res, &err) < 0 ||
-	    store_db_exec(db, "SELECT id, drain, drain_reason FROM nodes WHERE id = ANY($1::bigint[])", 1, params,
-			  &nres, &err) < 0) {
+	if (store_agent_desired(db, &m, ids, n, &runs, &nruns, &nodes, &nnodes, &err) < 0) {
 		mu_warn("grpc desired state query failed: %s", err.msg);
 		mark_dirty(0, NULL); /* retry next round */
 		goto out;
 	}
-	rows = store_db_nrows(res);
-	for (int i = 0; i < rows; i++) {
-		int64_t node_id = store_db_get_int64(res, i, 0);
+	for (size_t i = 0; i < nruns; i++) {
+		const struct store_desired_run *d = &runs[i];
 		Muster__V1__DesiredRun *r = A(&m, sizeof(*r));
 
 		muster__v1__desired_run__init(r);
-		r->run_id = store_db_get_int64(res, i, 1);
-		r->job_id = store_db_get_int64(res, i, 2);
-		r->attempt = (int32_t)store_db_get_int64(res, i, 3);
-		r->job_name = S(&m, store_db_get(res, i, 4));
-		r->tenant = S(&m, store_db_get(res, i, 5));
-		r->user = S(&m, store_db_get(res, i, 6));
-		r->workdir = S(&m, store_db_get(res, i, 9));
-		r->procs_per_node = (int32_t)store_db_get_int64(res, i, 10);
-		r->node_rank = (int32_t)store_db_get_int64(res, i, 11);
-		gpu_list(&m, r, store_db_get(res, i, 12));
-		r->master_addr = S(&m, store_db_get(res, i, 13));
-		r->master_port = (int32_t)store_db_get_int64(res, i, 14);
-		r->time_limit_s = store_db_get_int64(res, i, 15);
-		r->stop = store_db_get_bool(res, i, 16);
-		r->stop_reason = S(&m, store_db_get(res, i, 17));
-		r->grace_period_s = (int32_t)store_db_get_int64(res, i, 18);
-		r->gpus_per_node = (int32_t)store_db_get_int64(res, i, 19);
-		desired_json(&m, r, store_db_get(res, i, 7), store_db_get(res, i, 8), store_db_get(res, i, 20));
+		r->run_id = d->run_id;
+		r->job_id = d->job_id;
+		r->attempt = d->attempt;
+		r->job_name = S(&m, d->job_name);
+		r->tenant = S(&m, d->tenant);
+		r->user = S(&m, d->user);
+		r->workdir = S(&m, d->workdir);
+		r->procs_per_node = d->procs_per_node;
+		r->node_rank = d->node_rank;
+		r->gpu_indices = d->gpus;
+		r->n_gpu_indices = d->n_gpus;
+		r->master_addr = S(&m, d->master_addr);
+		r->master_port = d->master_port;
+		r->time_limit_s = d->time_limit;
+		r->stop = d->stop;
+		r->stop_reason = S(&m, d->stop_reason);
+		r->grace_period_s = d->grace_period;
+		r->gpus_per_node = d->gpus_per_node;
+		desired_json(&m, r, d->command_json, d->env_json, d->gang_json);
 		/* the launch contract needs a rendezvous even if the scheduler left it empty */
 		if (!r->master_addr[0] && r->n_nodes)
 			r->master_addr = r->nodes[0]->address;
@@ -853,21 +595,18 @@ static void push_desired(PGconn *db, struct snap *sn, size_t n)
 		for (size_t k = 0; k < n; k++) {
 			Muster__V1__DesiredState *ds = &sn[k].ds;
 
-			if (sn[k].node_id != node_id)
+			if (sn[k].node_id != d->node_id)
 				continue;
 			ds->runs = mu_grow(ds->runs, &sn[k].cap, ds->n_runs + 1, sizeof(*ds->runs));
 			ds->runs[ds->n_runs++] = r;
 		}
 	}
-	rows = store_db_nrows(nres);
-	for (int i = 0; i < rows; i++) {
-		int64_t node_id = store_db_get_int64(nres, i, 0);
-
+	for (size_t i = 0; i < nnodes; i++) {
 		for (size_t k = 0; k < n; k++) {
-			if (sn[k].node_id != node_id)
+			if (sn[k].node_id != nodes[i].node_id)
 				continue;
-			sn[k].ds.drain = store_db_get_bool(nres, i, 1);
-			sn[k].ds.drain_reason = S(&m, store_db_get(nres, i, 2));
+			sn[k].ds.drain = nodes[i].drain;
+			sn[k].ds.drain_reason = S(&m, nodes[i].drain_reason);
 		}
 	}
 	for (size_t k = 0; k < n; k++) {
@@ -900,9 +639,7 @@ static void push_desired(PGconn *db, struct snap *sn, size_t n)
 out:
 	for (size_t k = 0; k < n; k++)
 		mu_free(sn[k].ds.runs);
-	store_db_clear(res);
-	store_db_clear(nres);
-	mu_buf_release(&ids);
+	mu_free(ids);
 	mu_arena_release(&m);
 }
 
@@ -992,10 +729,11 @@ static void *agent_main(void *arg)
 		pthread_mutex_unlock(&G.mu);
 		while (rs) {
 			struct rstatus *next = rs->next;
-			struct rs_tx tx = { .s = rs };
+			struct store_agent_status st = { rs->node_id, rs->run_id, phase_names[rs->phase], rs->exit_code,
+							  rs->exit_signal, rs->log_path, rs->message };
 			struct mu_error err = { 0 };
 
-			if (store_db_tx(db, NULL, 0, run_status_tx, &tx, &err) < 0)
+			if (store_agent_run_status(db, &st, NULL, &err) < 0)
 				mu_warn("run=%lld status not applied: %s", (long long)rs->run_id, err.msg);
 			mark_dirty(rs->node_id, NULL);
 			mu_free(rs->log_path);

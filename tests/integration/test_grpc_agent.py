@@ -258,6 +258,10 @@ def test_register_heartbeat_run(c):
     b.send(A.AgentMessage(heartbeat=A.Heartbeat(seq=2, links=[A.LinkState(iface="ib0", up=False)])))
     c.wait_until(lambda: c.sql_value("SELECT drain_reason FROM nodes WHERE name = 'gpu-n2'") ==
                  "fabric link ib0 down", what="link drain")
+    check_eq(c.sql_value("SELECT count(*) FROM events e JOIN nodes n ON n.id = e.node_id"
+                         " WHERE n.name = 'gpu-n2' AND kind = 'node.link_down'"), "1")
+    check_eq(c.sql_value("SELECT count(*) FROM events e JOIN nodes n ON n.id = e.node_id"
+                         " WHERE n.name = 'gpu-n1' AND kind = 'gpu.unhealthy'"), "1")
     a.close()
     b.close()
 
