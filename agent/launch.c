@@ -1,0 +1,452 @@
+/*
+ * launch.c - the launch contract: environment, hostfile, process groups,
+ * stop (TERM, grace, KILL), the time-limit backstop, reaping.
+ *
+ * Each process of a run is started through a small keeper (a forked copy
+ * of the agent in the run's process group) that waits for the real
+ * process and writes its exit status to `<run dir>/exit.<local rank>`, so
+ * an agent restarted while the run went on still learns how it ended.
+ */
+#define _GNU_SOURCE /* execvpe */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "alloc.h"
+#include "log.h"
+
+double ag_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+unsigned long long ag_proc_start_time(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* comm may hold spaces and parentheses: fields start after the last ')' */
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	p++;
+	/* field 3 (state) is the first after ')'; start time is field 22 */
+	for (int field = 3; field < 22 && p; field++) {
+		p = strchr(p + 1, ' ');
+	}
+	if (!p)
+		return 0;
+	return strtoull(p + 1, NULL, 10);
+}
+
+void ag_spec_free(struct ag_spec *s)
+{
+	if (!s)
+		return;
+	mu_free(s->job_name);
+	for (char **a = s->argv; a && *a; a++)
+		mu_free(*a);
+	mu_free(s->argv);
+	ag_env_free(s->env);
+	mu_free(s->workdir);
+	mu_free(s->gpu_indices);
+	for (int i = 0; i < s->nnodes; i++) {
+		mu_free(s->nodes[i].name);
+		mu_free(s->nodes[i].address);
+	}
+	mu_free(s->nodes);
+	mu_free(s->master_addr);
+	memset(s, 0, sizeof(*s));
+}
+
+void ag_env_free(char **env)
+{
+	for (char **e = env; e && *e; e++)
+		mu_free(*e);
+	mu_free(env);
+}
+
+struct envb {
+	char **v;
+	size_t n, cap;
+};
+
+/* Sets NAME=value, replacing an earlier NAME. */
+static void env_set(struct envb *b, const char *name, const char *value)
+{
+	size_t nl = strlen(name);
+	size_t len = nl + strlen(value) + 2;
+	char *kv = mu_malloc(len);
+	snprintf(kv, len, "%s=%s", name, value);
+	for (size_t i = 0; i < b->n; i++) {
+		if (strncmp(b->v[i], name, nl) == 0 && b->v[i][nl] == '=') {
+			mu_free(b->v[i]);
+			b->v[i] = kv;
+			return;
+		}
+	}
+	b->v = mu_grow(b->v, &b->cap, b->n + 2, sizeof(char *));
+	b->v[b->n++] = kv;
+	b->v[b->n] = NULL;
+}
+
+static void env_put(struct envb *b, const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	if (!eq || eq == kv)
+		return;
+	char name[256];
+	size_t nl = (size_t)(eq - kv);
+	if (nl >= sizeof(name))
+		return;
+	memcpy(name, kv, nl);
+	name[nl] = '\0';
+	env_set(b, name, eq + 1);
+}
+
+static void env_int(struct envb *b, const char *name, long long v)
+{
+	char num[32];
+	snprintf(num, sizeof(num), "%lld", v);
+	env_set(b, name, num);
+}
+
+char **ag_launch_env(const struct ag_spec *s, int local_rank, const char *hostfile,
+		     char *const *base)
+{
+	struct envb b = { 0 };
+	b.v = mu_grow(NULL, &b.cap, 1, sizeof(char *));
+	b.v[0] = NULL;
+	for (char *const *e = base; e && *e; e++) {
+		if (strncmp(*e, "MUSTER_", 7) == 0)
+			continue; /* the agent's own config, its token above all */
+		env_put(&b, *e);
+	}
+	for (char **e = s->env; e && *e; e++)
+		env_put(&b, *e);
+
+	int ppn = s->procs_per_node > 0 ? s->procs_per_node : 1;
+	int nnodes = s->nnodes > 0 ? s->nnodes : 1;
+	long long world = (long long)nnodes * ppn;
+	long long rank = (long long)s->node_rank * ppn + local_rank;
+	char cuda[AG_MAX_GPUS * 4 + 1] = "";
+	size_t off = 0;
+	for (int i = 0; i < s->ngpu_indices && off + 8 < sizeof(cuda); i++)
+		off += (size_t)snprintf(cuda + off, sizeof(cuda) - off, "%s%d", i ? "," : "",
+					s->gpu_indices[i]);
+	size_t nl_cap = 1;
+	for (int i = 0; i < s->nnodes; i++)
+		nl_cap += strlen(s->nodes[i].name) + 1;
+	char *nodelist = mu_malloc(nl_cap);
+	nodelist[0] = '\0';
+	off = 0;
+	for (int i = 0; i < s->nnodes; i++)
+		off += (size_t)snprintf(nodelist + off, nl_cap - off, "%s%s", i ? "," : "",
+					s->nodes[i].name);
+	const char *master = s->master_addr && *s->master_addr ? s->master_addr
+			     : s->nnodes > 0 ? s->nodes[0].address : "127.0.0.1";
+	int port = s->master_port > 0 ? s->master_port : (int)(20000 + s->run_id % 10000);
+
+	env_int(&b, "MUSTER_JOB_ID", s->job_id);
+	env_int(&b, "MUSTER_RUN_ID", s->run_id);
+	env_int(&b, "MUSTER_ATTEMPT", s->attempt);
+	env_int(&b, "NNODES", nnodes);
+	env_int(&b, "NODE_RANK", s->node_rank);
+	env_int(&b, "GPUS_PER_NODE", s->gpus_per_node > 0 ? s->gpus_per_node : s->ngpu_indices);
+	env_set(&b, "MASTER_ADDR", master);
+	env_int(&b, "MASTER_PORT", port);
+	env_int(&b, "WORLD_SIZE", world);
+	env_int(&b, "RANK", rank);
+	env_int(&b, "LOCAL_RANK", local_rank);
+	env_int(&b, "LOCAL_WORLD_SIZE", ppn);
+	env_set(&b, "CUDA_VISIBLE_DEVICES", cuda);
+	env_int(&b, "SLURM_JOB_ID", s->job_id);
+	env_set(&b, "SLURM_JOB_NODELIST", nodelist);
+	env_int(&b, "SLURM_NNODES", nnodes);
+	env_int(&b, "SLURM_NODEID", s->node_rank);
+	env_int(&b, "SLURM_PROCID", rank);
+	env_int(&b, "SLURM_LOCALID", local_rank);
+	env_int(&b, "SLURM_NTASKS", world);
+	if (hostfile)
+		env_set(&b, "MUSTER_HOSTFILE", hostfile);
+	mu_free(nodelist);
+	return b.v;
+}
+
+/* Writes `text` to path via a temp file, fsync and rename. */
+static int write_atomic(const char *path, const char *text, size_t len)
+{
+	char tmp[4200];
+	int rc = MU_EIO;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		goto out;
+	size_t done = 0;
+	while (done < len) {
+		ssize_t w = write(fd, text + done, len - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			close(fd);
+			goto out;
+		}
+		done += (size_t)w;
+	}
+	if (fsync(fd) != 0 || close(fd) != 0)
+		goto out;
+	if (rename(tmp, path) != 0)
+		goto out;
+	rc = 0;
+out:
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
+int ag_write_hostfile(const struct ag_spec *s, const char *path)
+{
+	size_t cap = 64, n = 0;
+	for (int i = 0; i < s->nnodes; i++)
+		cap += strlen(s->nodes[i].name) + strlen(s->nodes[i].address) + 32;
+	char *text = mu_malloc(cap);
+	text[0] = '\0';
+	for (int i = 0; i < s->nnodes; i++) {
+		const struct ag_gang_node *g = &s->nodes[i];
+		n += (size_t)snprintf(text + n, cap - n, "%s slots=%d\n",
+				      g->address && *g->address ? g->address : g->name, g->gpus);
+	}
+	int rc = write_atomic(path, text, n);
+	mu_free(text);
+	return rc;
+}
+
+static int mkdirs(const char *path)
+{
+	char buf[4096];
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p == '/') {
+			*p = '\0';
+			if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+				return MU_EIO;
+			*p = '/';
+		}
+	}
+	if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+		return MU_EIO;
+	return 0;
+}
+
+/* In the keeper (child of the agent, in the run's group): start the real
+ * process, wait for it, record how it ended. Never returns. */
+static void keeper(const struct ag_spec *s, struct ag_run *r, int local, char **env)
+{
+	char out[4200], err[4200], exitf[4200];
+	snprintf(out, sizeof(out), "%s/proc%d.out", r->dir, local);
+	snprintf(err, sizeof(err), "%s/proc%d.err", r->dir, local);
+	snprintf(exitf, sizeof(exitf), "%s/exit.%d", r->dir, local);
+	pid_t pid = fork();
+	if (pid < 0)
+		_exit(127);
+	if (pid == 0) {
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		int in = open("/dev/null", O_RDONLY);
+		int o = open(out, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		int e = open(err, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (in < 0 || o < 0 || e < 0)
+			_exit(127);
+		dup2(in, 0);
+		dup2(o, 1);
+		dup2(e, 2);
+		const char *wd = s->workdir && *s->workdir ? s->workdir : r->dir;
+		if (chdir(wd) != 0) {
+			dprintf(2, "muster-agent: workdir %s: %s\n", wd, strerror(errno));
+			_exit(127);
+		}
+		execvpe(s->argv[0], s->argv, env);
+		dprintf(2, "muster-agent: exec %s: %s\n", s->argv[0], strerror(errno));
+		_exit(127);
+	}
+	/* The keeper outlives a TERM to the group so it can record the exit. */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	char line[64];
+	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
+	int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+	int n = snprintf(line, sizeof(line), "%d %d\n", code, sig);
+	write_atomic(exitf, line, (size_t)n);
+	_exit(sig ? 128 + sig : code);
+}
+
+int ag_run_start(struct ag_run *r, const struct ag_spec *s, const char *state_dir)
+{
+	int rc = 0;
+	char hostfile[4200];
+	char **env = NULL;
+	memset(r, 0, sizeof(*r));
+	r->run_id = s->run_id;
+	r->job_id = s->job_id;
+	r->state = AG_RUN_LIVE;
+	r->started = ag_now();
+	if (s->time_limit_s > 0)
+		r->deadline = r->started + (double)s->time_limit_s;
+	snprintf(r->dir, sizeof(r->dir), "%s/runs/%" PRId64, state_dir, s->run_id);
+	int ppn = s->procs_per_node > 0 ? s->procs_per_node : 1;
+	if (ppn > AG_MAX_PROCS || !s->argv || !s->argv[0]) {
+		snprintf(r->message, sizeof(r->message), "%s",
+			 ppn > AG_MAX_PROCS ? "too many processes per node" : "empty command");
+		rc = MU_EINVAL;
+		goto out;
+	}
+	if (mkdirs(r->dir) != 0) {
+		snprintf(r->message, sizeof(r->message), "cannot create %.80s: %s", r->dir, strerror(errno));
+		rc = MU_EIO;
+		goto out;
+	}
+	for (int i = 0; i < ppn; i++) {
+		char exitf[4200];
+		snprintf(exitf, sizeof(exitf), "%s/exit.%d", r->dir, i);
+		unlink(exitf); /* a rerun of the same run id never reads an old exit */
+	}
+	snprintf(hostfile, sizeof(hostfile), "%s/hostfile", r->dir);
+	if (ag_write_hostfile(s, hostfile) != 0) {
+		snprintf(r->message, sizeof(r->message), "cannot write %.120s", hostfile);
+		rc = MU_EIO;
+		goto out;
+	}
+	extern char **environ;
+	r->nprocs = ppn;
+	for (int i = 0; i < ppn; i++) {
+		env = ag_launch_env(s, i, hostfile, environ);
+		pid_t pid = fork();
+		if (pid < 0) {
+			snprintf(r->message, sizeof(r->message), "fork: %s", strerror(errno));
+			rc = MU_EIO;
+			goto out;
+		}
+		if (pid == 0) {
+			setpgid(0, r->pgid); /* 0 for the first: a new group */
+			keeper(s, r, i, env);
+		}
+		if (i == 0)
+			r->pgid = pid;
+		setpgid(pid, r->pgid); /* both sides, no race */
+		r->pids[i] = pid;
+		ag_env_free(env);
+		env = NULL;
+	}
+	r->start_time = ag_proc_start_time(r->pgid);
+	mu_info("run=%" PRId64 " job=%" PRId64 " started pgid=%d procs=%d dir=%s", r->run_id,
+		r->job_id, (int)r->pgid, ppn, r->dir);
+out:
+	ag_env_free(env);
+	if (rc) {
+		if (r->pgid > 0)
+			kill(-r->pgid, SIGKILL);
+		r->state = AG_RUN_DONE;
+		r->exit_code = 127;
+		mu_err("run=%" PRId64 " failed to start: %s", r->run_id, r->message);
+	}
+	return rc;
+}
+
+void ag_run_stop(struct ag_run *r, int grace_s, const char *why)
+{
+	if (r->state == AG_RUN_DONE || r->pgid <= 0)
+		return;
+	if (grace_s < 0) {
+		kill(-r->pgid, SIGKILL);
+		r->kill_at = ag_now();
+	} else if (r->state == AG_RUN_LIVE) {
+		kill(-r->pgid, SIGTERM);
+		r->kill_at = ag_now() + grace_s;
+	} else {
+		return;
+	}
+	r->state = AG_RUN_STOPPING;
+	snprintf(r->message, sizeof(r->message), "%s", why ? why : "stopped");
+	mu_info("run=%" PRId64 " stopping pgid=%d grace=%ds: %s", r->run_id, (int)r->pgid,
+		grace_s < 0 ? 0 : grace_s, r->message);
+}
+
+void ag_reap(struct ag_run *runs, int nruns)
+{
+	for (;;) {
+		int st;
+		pid_t pid = waitpid(-1, &st, WNOHANG);
+		if (pid <= 0)
+			return;
+		for (int i = 0; i < nruns; i++)
+			for (int j = 0; j < runs[i].nprocs && j < AG_MAX_PROCS; j++)
+				if (runs[i].pids[j] == pid)
+					runs[i].pids[j] = 0;
+	}
+}
+
+/* Exit code/signal from the keepers' exit files (a keeper killed by KILL
+ * leaves none: that process ended by SIGKILL). */
+static void read_exits(struct ag_run *r)
+{
+	r->exit_code = 0;
+	r->exit_signal = 0;
+	for (int i = 0; i < r->nprocs; i++) {
+		char path[4200];
+		int code = 0, sig = SIGKILL;
+		snprintf(path, sizeof(path), "%s/exit.%d", r->dir, i);
+		FILE *f = fopen(path, "r");
+		if (f) {
+			if (fscanf(f, "%d %d", &code, &sig) != 2) {
+				code = 0;
+				sig = SIGKILL;
+			}
+			fclose(f);
+		}
+		if (code && !r->exit_code)
+			r->exit_code = code;
+		if (sig && !r->exit_signal)
+			r->exit_signal = sig;
+	}
+}
+
+bool ag_run_poll(struct ag_run *r)
+{
+	if (r->state == AG_RUN_DONE)
+		return false;
+	double now = ag_now();
+	if (r->state == AG_RUN_LIVE && r->deadline > 0 && now >= r->deadline)
+		ag_run_stop(r, 10, "time limit reached");
+	if (r->state == AG_RUN_STOPPING && now >= r->kill_at && r->pgid > 0)
+		kill(-r->pgid, SIGKILL);
+	for (int i = 0; i < r->nprocs; i++)
+		if (r->pids[i] > 0)
+			return false; /* a keeper of ours still runs (or is unreaped) */
+	if (r->pgid > 0 && kill(-r->pgid, 0) == 0)
+		return false; /* adopted, or a process the keeper left behind */
+	read_exits(r);
+	r->state = AG_RUN_DONE;
+	mu_info("run=%" PRId64 " exited code=%d signal=%d", r->run_id, r->exit_code, r->exit_signal);
+	return true;
+}

@@ -1,0 +1,477 @@
+/*
+ * muster-agent: one per node. Reports the node's GPUs and their health to
+ * muster-api over AgentService.Connect, and runs the node's share of each
+ * gang as the server's desired state says (see docs/agent.md).
+ *
+ * One thread: the main loop polls the gRPC completion queue for at most
+ * 100 ms, then reaps and polls the runs, reads faults, sends heartbeats.
+ * Stopping the agent (TERM/INT) leaves the runs going; the state file lets
+ * the next agent adopt them.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "alloc.h"
+#include "config.h"
+#include "log.h"
+#include "stream.h"
+
+#define AGENT_VERSION "0.1.0"
+#define DONE_KEEP_S 600.0 /* a finished run unlisted this long is forgotten */
+
+static char *api_addr, *token, *node_name, *address, *topology, *labels, *state_dir;
+static char *gpu_backend, *fake_model, *fabric_ifaces, *sysfs_net, *log_level;
+static long long fake_gpus, fake_memory_mb, heartbeat_ms, default_grace_s;
+
+static const struct mu_opt opts[] = {
+	{ "api", "MUSTER_AGENT_API", MU_OPT_STR, "127.0.0.1:9090",
+	  "muster-api gRPC address (host:port)", &api_addr },
+	{ "token", "MUSTER_AGENT_TOKEN", MU_OPT_STR, "", "agent-role token bound to this node",
+	  &token },
+	{ "node", "MUSTER_NODE_NAME", MU_OPT_STR, "", "node name (default: the host name)",
+	  &node_name },
+	{ "address", "MUSTER_NODE_ADDRESS", MU_OPT_STR, "",
+	  "address other nodes reach this one on (MASTER_ADDR; default: the node name)",
+	  &address },
+	{ "topology", "MUSTER_NODE_TOPOLOGY", MU_OPT_STR, "", "topology path, e.g. block-1/rack-3",
+	  &topology },
+	{ "labels", "MUSTER_NODE_LABELS", MU_OPT_STR, "", "node labels: k=v,k=v", &labels },
+	{ "state-dir", "MUSTER_AGENT_STATE_DIR", MU_OPT_STR, "/var/lib/muster-agent",
+	  "state file, per-run logs and hostfiles, the fake fault file", &state_dir },
+	{ "gpu-backend", "MUSTER_GPU_BACKEND", MU_OPT_STR, "nvml", "nvml | fake", &gpu_backend },
+	{ "fake-gpus", "MUSTER_FAKE_GPUS", MU_OPT_INT, "8", "fake backend: GPU count", &fake_gpus },
+	{ "fake-gpu-model", "MUSTER_FAKE_GPU_MODEL", MU_OPT_STR, "H100-80GB",
+	  "fake backend: GPU model", &fake_model },
+	{ "fake-gpu-memory", "MUSTER_FAKE_GPU_MEMORY_MB", MU_OPT_INT, "81920",
+	  "fake backend: MiB per GPU", &fake_memory_mb },
+	{ "heartbeat-interval", "MUSTER_HEARTBEAT_INTERVAL", MU_OPT_DURATION, "5s",
+	  "time between heartbeats", &heartbeat_ms },
+	{ "fabric-ifaces", "MUSTER_FABRIC_IFACES", MU_OPT_STR, "",
+	  "interfaces carrying training traffic (ib0,ib1); a link down drains the node",
+	  &fabric_ifaces },
+	{ "sysfs-net", "MUSTER_SYSFS_NET", MU_OPT_STR, "/sys/class/net",
+	  "where <iface>/operstate is read", &sysfs_net },
+	{ "default-grace", "MUSTER_AGENT_DEFAULT_GRACE", MU_OPT_INT, "30",
+	  "grace seconds when a stop order carries none", &default_grace_s },
+	{ "log-level", "MUSTER_LOG_LEVEL", MU_OPT_STR, "info", "debug|info|warn|error",
+	  &log_level },
+};
+
+struct agent {
+	struct ag_gpus gpus;
+	struct ag_stream *stream;
+	struct ag_run *runs;
+	int nruns;
+	size_t cap;
+	bool dirty; /* state file out of date */
+	int64_t hb_seq;
+	double next_hb;
+	bool drain;
+	char **ifaces;
+	int nifaces;
+	bool *link_up;
+};
+
+static volatile sig_atomic_t quit;
+static void on_signal(int sig)
+{
+	quit = sig;
+}
+
+static void status_msg(struct agent *a, const struct ag_run *r, int64_t run_id,
+		       Muster__V1__RunPhase phase, const char *msg)
+{
+	Muster__V1__AgentMessage m = MUSTER__V1__AGENT_MESSAGE__INIT;
+	Muster__V1__RunStatus st = MUSTER__V1__RUN_STATUS__INIT;
+	st.run_id = run_id;
+	st.phase = phase;
+	if (r) {
+		st.exit_code = r->exit_code;
+		st.exit_signal = r->exit_signal;
+		st.log_path = (char *)r->dir;
+		st.message = (char *)(msg ? msg : r->message);
+	} else if (msg) {
+		st.message = (char *)msg;
+	}
+	m.msg_case = MUSTER__V1__AGENT_MESSAGE__MSG_RUN_STATUS;
+	m.run_status = &st;
+	if (ag_stream_send(a->stream, &m))
+		mu_info("run=%" PRId64 " reported phase=%d code=%d signal=%d", run_id, (int)phase,
+			st.exit_code, st.exit_signal);
+}
+
+/* DesiredRun -> ag_spec (new strings; ag_spec_free). */
+static void spec_from(struct ag_spec *s, const Muster__V1__DesiredRun *d)
+{
+	memset(s, 0, sizeof(*s));
+	s->run_id = d->run_id;
+	s->job_id = d->job_id;
+	s->attempt = d->attempt;
+	s->job_name = mu_strdup(d->job_name);
+	s->argv = mu_calloc(d->n_command + 1, sizeof(char *));
+	for (size_t i = 0; i < d->n_command; i++)
+		s->argv[i] = mu_strdup(d->command[i]);
+	s->env = mu_calloc(d->n_env + 1, sizeof(char *));
+	for (size_t i = 0; i < d->n_env; i++) {
+		size_t len = strlen(d->env[i]->key) + strlen(d->env[i]->value) + 2;
+		s->env[i] = mu_malloc(len);
+		snprintf(s->env[i], len, "%s=%s", d->env[i]->key, d->env[i]->value);
+	}
+	s->workdir = mu_strdup(d->workdir);
+	s->procs_per_node = d->procs_per_node;
+	s->gpus_per_node = d->gpus_per_node;
+	s->node_rank = d->node_rank;
+	s->ngpu_indices = (int)d->n_gpu_indices;
+	s->gpu_indices = mu_calloc(d->n_gpu_indices + 1, sizeof(int));
+	for (size_t i = 0; i < d->n_gpu_indices; i++)
+		s->gpu_indices[i] = d->gpu_indices[i];
+	s->nnodes = (int)d->n_nodes;
+	s->nodes = mu_calloc(d->n_nodes + 1, sizeof(*s->nodes));
+	for (size_t i = 0; i < d->n_nodes; i++) {
+		s->nodes[i].name = mu_strdup(d->nodes[i]->name);
+		s->nodes[i].address = mu_strdup(d->nodes[i]->address);
+		s->nodes[i].gpus = d->nodes[i]->gpus;
+	}
+	s->master_addr = mu_strdup(d->master_addr);
+	s->master_port = d->master_port;
+	s->time_limit_s = d->time_limit_s;
+	s->stop = d->stop;
+	s->grace_period_s = d->grace_period_s;
+}
+
+static void on_desired(struct agent *a, const Muster__V1__DesiredState *ds)
+{
+	int nw = (int)ds->n_runs;
+	struct ag_desired *want = mu_calloc((size_t)nw + 1, sizeof(*want));
+	for (int i = 0; i < nw; i++) {
+		want[i].run_id = ds->runs[i]->run_id;
+		want[i].stop = ds->runs[i]->stop;
+	}
+	if (ds->drain != a->drain)
+		mu_info("node=%s drain=%d %s", node_name, (int)ds->drain, ds->drain_reason);
+	a->drain = ds->drain;
+	int max = 2 * (nw + a->nruns) + 1;
+	struct ag_action *acts = mu_calloc((size_t)max, sizeof(*acts));
+	int n = ag_reconcile_plan(want, nw, a->runs, a->nruns, ds->drain, acts, max);
+	mu_debug("node=%s desired generation=%lld runs=%d actions=%d", node_name,
+		 (long long)ds->generation, nw, n);
+	for (int i = 0; i < n; i++) {
+		const struct ag_action *act = &acts[i];
+		const Muster__V1__DesiredRun *d = act->desired >= 0 ? ds->runs[act->desired] : NULL;
+		struct ag_run *r = act->actual >= 0 ? &a->runs[act->actual] : NULL;
+		switch (act->kind) {
+		case AG_ACT_START: {
+			struct ag_spec spec;
+			spec_from(&spec, d);
+			a->runs = mu_grow(a->runs, &a->cap, (size_t)a->nruns + 1, sizeof(*a->runs));
+			r = &a->runs[a->nruns++];
+			int rc = ag_run_start(r, &spec, state_dir);
+			ag_spec_free(&spec);
+			a->dirty = true;
+			ag_state_save(state_dir, a->runs, a->nruns); /* before anyone hears of it */
+			a->dirty = false;
+			if (rc == 0) {
+				r->told_running = true;
+				status_msg(a, r, r->run_id, MUSTER__V1__RUN_PHASE__RUN_PHASE_RUNNING, "");
+			} else {
+				r->told_exit = true;
+				r->ended = ag_now();
+				status_msg(a, r, r->run_id,
+					   MUSTER__V1__RUN_PHASE__RUN_PHASE_FAILED_TO_START, NULL);
+			}
+			break;
+		}
+		case AG_ACT_STOP:
+			ag_run_stop(r, d->grace_period_s > 0 ? d->grace_period_s : (int)default_grace_s,
+				    d->stop_reason[0] ? d->stop_reason : "stop ordered");
+			a->dirty = true;
+			break;
+		case AG_ACT_KILL:
+			ag_run_stop(r, -1, "not in the desired state");
+			a->dirty = true;
+			break;
+		case AG_ACT_REPORT_RUNNING:
+			r->told_running = true;
+			status_msg(a, r, r->run_id, MUSTER__V1__RUN_PHASE__RUN_PHASE_RUNNING, "");
+			break;
+		case AG_ACT_REPORT_EXIT:
+			if (r) {
+				r->told_exit = true;
+				status_msg(a, r, r->run_id, MUSTER__V1__RUN_PHASE__RUN_PHASE_EXITED, NULL);
+			} else {
+				status_msg(a, NULL, act->run_id, MUSTER__V1__RUN_PHASE__RUN_PHASE_EXITED,
+					   "stopped before it started");
+			}
+			break;
+		}
+	}
+	/* forget finished runs the server stopped listing long ago */
+	double now = ag_now();
+	int k = 0;
+	for (int i = 0; i < a->nruns; i++) {
+		struct ag_run *r = &a->runs[i];
+		bool listed = false;
+		for (int j = 0; j < nw && !listed; j++)
+			listed = want[j].run_id == r->run_id;
+		if (r->state == AG_RUN_DONE && r->told_exit && !listed && now - r->ended > DONE_KEEP_S) {
+			a->dirty = true;
+			continue;
+		}
+		a->runs[k++] = *r;
+	}
+	a->nruns = k;
+	mu_free(acts);
+	mu_free(want);
+}
+
+static void on_msg(void *ctx, const Muster__V1__ServerMessage *m)
+{
+	struct agent *a = ctx;
+	if (m->msg_case == MUSTER__V1__SERVER_MESSAGE__MSG_DESIRED)
+		on_desired(a, m->desired);
+}
+
+static void send_register(struct agent *a)
+{
+	Muster__V1__AgentMessage m = MUSTER__V1__AGENT_MESSAGE__INIT;
+	Muster__V1__Register reg = MUSTER__V1__REGISTER__INIT;
+	Muster__V1__GpuInfo gi[AG_MAX_GPUS], *gp[AG_MAX_GPUS];
+	Muster__V1__Register__LabelsEntry le[64], *lp[64];
+	int64_t *live = mu_calloc((size_t)a->nruns + 1, sizeof(int64_t));
+	char *lab = mu_strdup(labels);
+	size_t nl = 0;
+	reg.node_name = node_name;
+	reg.address = address;
+	reg.topology = topology;
+	reg.agent_version = AGENT_VERSION;
+	for (int i = 0; i < a->gpus.n; i++) {
+		muster__v1__gpu_info__init(&gi[i]);
+		gi[i].index = a->gpus.gpu[i].index;
+		gi[i].uuid = a->gpus.gpu[i].uuid;
+		gi[i].model = a->gpus.gpu[i].model;
+		gi[i].memory_mb = a->gpus.gpu[i].memory_mb;
+		gp[i] = &gi[i];
+	}
+	reg.n_gpus = (size_t)a->gpus.n;
+	reg.gpus = gp;
+	for (char *save = NULL, *kv = strtok_r(lab, ",", &save); kv && nl < 64;
+	     kv = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(kv, '=');
+		if (!eq)
+			continue;
+		*eq = '\0';
+		muster__v1__register__labels_entry__init(&le[nl]);
+		le[nl].key = kv;
+		le[nl].value = eq + 1;
+		lp[nl] = &le[nl];
+		nl++;
+	}
+	reg.n_labels = nl;
+	reg.labels = lp;
+	for (int i = 0; i < a->nruns; i++)
+		if (a->runs[i].state != AG_RUN_DONE)
+			live[reg.n_running_run_ids++] = a->runs[i].run_id;
+	reg.running_run_ids = live;
+	m.msg_case = MUSTER__V1__AGENT_MESSAGE__MSG_REGISTER;
+	m.register_ = &reg;
+	for (int i = 0; i < a->nruns; i++)
+		a->runs[i].told_running = a->runs[i].told_exit = false; /* a new stream */
+	ag_stream_open(a->stream, &m);
+	mu_free(lab);
+	mu_free(live);
+}
+
+static void send_heartbeat(struct agent *a)
+{
+	Muster__V1__AgentMessage m = MUSTER__V1__AGENT_MESSAGE__INIT;
+	Muster__V1__Heartbeat hb = MUSTER__V1__HEARTBEAT__INIT;
+	Muster__V1__GpuHealth gh[AG_MAX_GPUS], *gp[AG_MAX_GPUS];
+	Muster__V1__LinkState ls[64], *lp[64];
+	int32_t xids[AG_MAX_GPUS][AG_MAX_XIDS];
+	hb.seq = ++a->hb_seq;
+	for (int i = 0; i < a->gpus.n; i++) {
+		struct ag_gpu *g = &a->gpus.gpu[i];
+		muster__v1__gpu_health__init(&gh[i]);
+		gh[i].index = g->index;
+		gh[i].memory_used_mb = g->memory_used_mb;
+		gh[i].utilization = g->utilization;
+		gh[i].temperature = g->temperature;
+		gh[i].ecc_errors = g->ecc_errors;
+		for (int k = 0; k < g->nxids; k++)
+			xids[i][k] = g->xids[k];
+		gh[i].n_xids = (size_t)g->nxids;
+		gh[i].xids = xids[i];
+		gp[i] = &gh[i];
+	}
+	hb.n_gpus = (size_t)a->gpus.n;
+	hb.gpus = gp;
+	for (int i = 0; i < a->nifaces && i < 64; i++) {
+		muster__v1__link_state__init(&ls[i]);
+		ls[i].iface = a->ifaces[i];
+		ls[i].up = a->link_up[i];
+		lp[i] = &ls[i];
+	}
+	hb.n_links = (size_t)(a->nifaces < 64 ? a->nifaces : 64);
+	hb.links = lp;
+	m.msg_case = MUSTER__V1__AGENT_MESSAGE__MSG_HEARTBEAT;
+	m.heartbeat = &hb;
+	if (ag_stream_send(a->stream, &m)) {
+		for (int i = 0; i < a->gpus.n; i++)
+			a->gpus.gpu[i].nxids = 0; /* delivered (or the stream fails and we resend none) */
+	}
+}
+
+/* Faults and links; true when something new must go out now. */
+static bool poll_health(struct agent *a)
+{
+	bool urgent = false;
+	ag_gpus_poll(&a->gpus);
+	for (int i = 0; i < a->gpus.n; i++)
+		if (a->gpus.gpu[i].nxids)
+			urgent = true;
+	for (int i = 0; i < a->nifaces; i++) {
+		bool up = ag_link_up(sysfs_net, a->ifaces[i]);
+		if (up != a->link_up[i]) {
+			mu_warn("link=%s %s", a->ifaces[i], up ? "up" : "down");
+			a->link_up[i] = up;
+			urgent = true;
+		}
+	}
+	return urgent;
+}
+
+static void split_ifaces(struct agent *a)
+{
+	char *copy = mu_strdup(fabric_ifaces);
+	size_t cap = 0;
+	for (char *save = NULL, *t = strtok_r(copy, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+		a->ifaces = mu_grow(a->ifaces, &cap, (size_t)a->nifaces + 1, sizeof(char *));
+		a->ifaces[a->nifaces++] = mu_strdup(t);
+	}
+	a->link_up = mu_calloc((size_t)a->nifaces + 1, sizeof(bool));
+	for (int i = 0; i < a->nifaces; i++)
+		a->link_up[i] = ag_link_up(sysfs_net, a->ifaces[i]);
+	mu_free(copy);
+}
+
+int main(int argc, char **argv)
+{
+	struct mu_error err = { 0 };
+	struct agent a;
+	int rc = 1;
+	memset(&a, 0, sizeof(a));
+	mu_log_set_prog("muster-agent");
+	if (mu_config_parse(opts, sizeof(opts) / sizeof(opts[0]), argc, argv,
+			    "muster-agent: runs this node's share of muster gangs", &err) < 0)
+		return 2;
+	if (mu_log_set_level_name(log_level) != 0) {
+		fprintf(stderr, "muster-agent: --log-level: unknown level %s\n", log_level);
+		goto out;
+	}
+	if (!*node_name) {
+		char host[256] = "";
+		gethostname(host, sizeof(host) - 1);
+		mu_free(node_name);
+		node_name = mu_strdup(host);
+	}
+	if (!*address) {
+		mu_free(address);
+		address = mu_strdup(node_name);
+	}
+	if (!*token) {
+		fprintf(stderr, "muster-agent: --token (MUSTER_AGENT_TOKEN) is required: an agent token "
+				"for node %s (POST /v1/tokens {\"role\":\"agent\",\"node\":\"%s\"})\n",
+			node_name, node_name);
+		goto out;
+	}
+	if (heartbeat_ms < 100) {
+		fprintf(stderr, "muster-agent: --heartbeat-interval must be at least 100ms\n");
+		goto out;
+	}
+	if (mkdir(state_dir, 0755) != 0 && errno != EEXIST) {
+		fprintf(stderr, "muster-agent: --state-dir %s: %s\n", state_dir, strerror(errno));
+		goto out;
+	}
+	if (strcmp(gpu_backend, "fake") == 0) {
+		if (ag_gpus_open_fake(&a.gpus, (int)fake_gpus, fake_model, fake_memory_mb, node_name,
+				      state_dir) != 0) {
+			fprintf(stderr, "muster-agent: --fake-gpus must be 0..%d\n", AG_MAX_GPUS);
+			goto out;
+		}
+	} else if (strcmp(gpu_backend, "nvml") == 0) {
+		if (ag_gpus_open_nvml(&a.gpus, &err) != 0) {
+			fprintf(stderr, "muster-agent: --gpu-backend nvml: %s\n", err.msg);
+			goto out;
+		}
+	} else {
+		fprintf(stderr, "muster-agent: --gpu-backend must be nvml or fake, not %s\n",
+			gpu_backend);
+		goto out;
+	}
+	split_ifaces(&a);
+	if (ag_state_load(state_dir, &a.runs, &a.nruns) != 0) {
+		fprintf(stderr, "muster-agent: cannot read %s/agent.state\n", state_dir);
+		goto out;
+	}
+	a.cap = (size_t)a.nruns;
+	srandom((unsigned)time(NULL) ^ (unsigned)getpid());
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	a.stream = ag_stream_new(api_addr, token);
+	mu_info("node=%s address=%s api=%s gpus=%d backend=%s state=%s runs=%d", node_name, address,
+		api_addr, a.gpus.n, gpu_backend, state_dir, a.nruns);
+	while (!quit) {
+		if (ag_stream_should_open(a.stream))
+			send_register(&a);
+		ag_stream_poll(a.stream, 100, on_msg, &a);
+		if (ag_stream_take_new(a.stream))
+			a.next_hb = 0; /* a first heartbeat at once */
+		ag_reap(a.runs, a.nruns);
+		for (int i = 0; i < a.nruns; i++) {
+			struct ag_run *r = &a.runs[i];
+			if (ag_run_poll(r)) {
+				r->ended = ag_now();
+				a.dirty = true;
+				if (ag_stream_ready(a.stream)) {
+					r->told_exit = true;
+					status_msg(&a, r, r->run_id, MUSTER__V1__RUN_PHASE__RUN_PHASE_EXITED,
+						   NULL);
+				}
+			}
+		}
+		if (a.dirty && ag_state_save(state_dir, a.runs, a.nruns) == 0)
+			a.dirty = false;
+		bool urgent = poll_health(&a);
+		if (ag_stream_ready(a.stream) && (urgent || ag_now() >= a.next_hb)) {
+			send_heartbeat(&a);
+			a.next_hb = ag_now() + (double)heartbeat_ms / 1000.0;
+		}
+	}
+	mu_info("node=%s signal=%d: exiting; %d runs left to the next agent", node_name, (int)quit,
+		a.nruns);
+	ag_state_save(state_dir, a.runs, a.nruns);
+	rc = 0;
+out:
+	if (a.stream)
+		ag_stream_free(a.stream);
+	ag_gpus_close(&a.gpus);
+	for (int i = 0; i < a.nifaces; i++)
+		mu_free(a.ifaces[i]);
+	mu_free(a.ifaces);
+	mu_free(a.link_up);
+	mu_free(a.runs);
+	mu_config_release(opts, sizeof(opts) / sizeof(opts[0]));
+	return rc;
+}

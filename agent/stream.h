@@ -1,0 +1,35 @@
+/*
+ * stream.h - the AgentService.Connect client (gRPC C core, one completion
+ * queue polled from the agent's main loop, so the launcher never waits on
+ * the network). Reconnects with jittered exponential backoff.
+ */
+#ifndef MU_AGENT_STREAM_H
+#define MU_AGENT_STREAM_H
+
+#include <stdbool.h>
+
+#include "muster/v1/agent.pb-c.h"
+
+struct ag_stream;
+
+/* target "host:port"; token borrowed for the call of this function only. */
+struct ag_stream *ag_stream_new(const char *target, const char *token);
+void ag_stream_free(struct ag_stream *s);
+/* True when no call is open and the backoff has passed: open one now. */
+bool ag_stream_should_open(const struct ag_stream *s);
+/* Opens the call and sends `reg` first (packed here; reg stays the caller's). */
+void ag_stream_open(struct ag_stream *s, const Muster__V1__AgentMessage *reg);
+/* True while a call is open and RegisterAck came. */
+bool ag_stream_ready(const struct ag_stream *s);
+/* True once per newly acknowledged stream (then false until the next). */
+bool ag_stream_take_new(struct ag_stream *s);
+/* Queues a message on the open call; false (dropped) when there is none. */
+bool ag_stream_send(struct ag_stream *s, const Muster__V1__AgentMessage *m);
+/* Waits up to timeout_ms for the network; each server message goes to
+ * on_msg (the message is freed after the callback returns). */
+void ag_stream_poll(struct ag_stream *s, int timeout_ms,
+		    void (*on_msg)(void *ctx, const Muster__V1__ServerMessage *m), void *ctx);
+/* Cancels the open call (shutdown). */
+void ag_stream_cancel(struct ag_stream *s);
+
+#endif
