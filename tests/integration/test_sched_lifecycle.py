@@ -142,6 +142,8 @@ def test_preemption_requeues(c):
     wait_live_run(c, high, 5)
     st = job(c, low)
     check_eq(st["state"], "PENDING", "the preempted job is requeued")
+    check_eq(st["exit_code"], None, "a requeued job has no exit code")
+    check_eq(st["retries"], 0, "preemption does not use up retries")
     check_eq(val(c, "SELECT state FROM runs WHERE id = $1", run_low), "PREEMPTED")
     check_eq(val(c, "SELECT count(*) FROM events WHERE job_id = $1 AND kind = 'job.requeued'",
                          low), "1")
