@@ -23,10 +23,10 @@
 #include "grpc_internal.h"
 #include "log.h"
 #include "muster/v1/jobs.pb-c.h"
+#include "store_event.h"
 #include "store_job.h"
 #include "store_listen.h"
 
-#define TS(col) "to_char((" col ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
 /* A map entry of any message: every protobuf-c map entry has this layout. */
 struct kv_entry {
@@ -626,7 +626,8 @@ struct watch {
 	int64_t cursor;
 	int64_t job_id;
 	char *scope;        /* NULL = all */
-	char *kinds;        /* Postgres text[] literal */
+	char **kinds;       /* event kinds wanted; none = all */
+	size_t nkinds;
 	int64_t gap_at;     /* the id after which a gap was first seen */
 	int64_t gap_since;  /* ms */
 	struct watch *next;
@@ -663,6 +664,8 @@ static void watch_free(struct gcall *c)
 	if (!w)
 		return;
 	mu_free(w->scope);
+	for (size_t i = 0; i < w->nkinds; i++)
+		mu_free(w->kinds[i]);
 	mu_free(w->kinds);
 	mu_free(w);
 	c->stream = NULL;
@@ -684,30 +687,6 @@ static void watch_closed(struct gcall *c)
 	pthread_mutex_unlock(&W.mu);
 	if (w)
 		gcall_unref(c); /* the list's reference */
-}
-
-static char *pg_text_array(struct gcall *c, char **items, size_t n)
-{
-	struct mu_buf b = MU_BUF_INIT;
-	char *out;
-
-	mu_buf_addc(&b, '{');
-	for (size_t i = 0; i < n; i++) {
-		if (i)
-			mu_buf_addc(&b, ',');
-		mu_buf_addc(&b, '"');
-		for (const char *p = items[i]; *p; p++) {
-			if (*p == '"' || *p == '\\')
-				mu_buf_addc(&b, '\\');
-			mu_buf_addc(&b, *p);
-		}
-		mu_buf_addc(&b, '"');
-	}
-	mu_buf_addc(&b, '}');
-	out = mu_strdup(b.p);
-	mu_buf_release(&b);
-	(void)c;
-	return out;
 }
 
 static int watch_run(PGconn *db, struct gcall *c)
@@ -734,13 +713,14 @@ static int watch_run(PGconn *db, struct gcall *c)
 	w->c = c;
 	w->job_id = r->job_id;
 	w->scope = gcall_scope(c) ? mu_strdup(gcall_scope(c)) : NULL;
-	w->kinds = pg_text_array(c, r->kinds, r->n_kinds);
+	w->kinds = mu_calloc(r->n_kinds + 1, sizeof(*w->kinds));
+	for (size_t i = 0; i < r->n_kinds; i++)
+		w->kinds[w->nkinds++] = mu_strdup(r->kinds[i]);
 	w->cursor = r->after_event_id;
 	c->stream = w;
 	c->stream_free = watch_free;
 	if (w->cursor < 0) {
-		ret = store_db_query_int64(db, "SELECT coalesce(max(id), 0) FROM events", 0, NULL,
-					   &w->cursor, &c->err);
+		ret = store_event_max_id(db, &w->cursor, &c->err);
 		if (ret < 0)
 			return ret;
 	}
@@ -767,35 +747,20 @@ static void watch_start(struct gcall *c)
 /* Watch thread: one poll of one watch. */
 static void watch_poll(PGconn *db, struct watch *w, struct mu_arena *a)
 {
-	static const char sql[] =
-		"SELECT e.id,"
-		" e.job_id IS NOT NULL"
-		"  AND ($2::text IS NULL OR t.path = $2 OR starts_with(t.path, $2 || '/'))"
-		"  AND ($3::bigint = 0 OR e.job_id = $3)"
-		"  AND (cardinality($4::text[]) = 0 OR e.kind = ANY($4::text[])),"
-		" " TS("e.at") ", e.kind, coalesce(e.job_id, 0), coalesce(e.run_id, 0), e.reason,"
-		" e.data::text, coalesce(t.name, ''), coalesce(j.state, '')"
-		" FROM events e LEFT JOIN tenants t ON t.id = e.tenant_id"
-		" LEFT JOIN jobs j ON j.id = e.job_id"
-		" WHERE e.id > $1::bigint ORDER BY e.id LIMIT 500";
-	char cur[24], job[24];
-	const char *params[4] = { cur, w->scope, job, w->kinds };
+	struct store_event_filter f = { w->scope, w->job_id, (const char *const *)w->kinds, w->nkinds };
 	struct mu_error err = { 0 };
-	PGresult *res = NULL;
-	int n;
+	struct store_event *evs;
+	size_t n;
 
-	snprintf(cur, sizeof(cur), "%lld", (long long)w->cursor);
-	snprintf(job, sizeof(job), "%lld", (long long)w->job_id);
-	if (store_db_exec(db, sql, 4, params, &res, &err) < 0) {
+	if (store_event_scan(db, a, w->cursor, &f, WATCH_BATCH, &evs, &n, &err) < 0) {
 		mu_warn("grpc watch query failed: %s", err.msg);
 		return;
 	}
-	n = store_db_nrows(res);
-	for (int i = 0; i < n; i++) {
-		int64_t id = store_db_get_int64(res, i, 0);
+	for (size_t i = 0; i < n; i++) {
+		const struct store_event *e = &evs[i];
 		Muster__V1__JobEvent ev = MUSTER__V1__JOB_EVENT__INIT;
 
-		if (id != w->cursor + 1) {
+		if (e->id != w->cursor + 1) {
 			int64_t t = now_ms();
 
 			if (w->gap_since == 0 || w->gap_at != w->cursor) {
@@ -805,23 +770,21 @@ static void watch_poll(PGconn *db, struct watch *w, struct mu_arena *a)
 			if (t - w->gap_since < WATCH_GAP_MS)
 				break;
 		}
-		w->cursor = id;
-		if (!store_db_get_bool(res, i, 1))
+		w->cursor = e->id;
+		if (!e->visible)
 			continue;
-		ev.id = id;
-		ev.at = (char *)store_db_get(res, i, 2);
-		ev.kind = (char *)store_db_get(res, i, 3);
-		ev.job_id = store_db_get_int64(res, i, 4);
-		ev.run_id = store_db_get_int64(res, i, 5);
-		ev.reason = (char *)store_db_get(res, i, 6);
-		ev.data_json = (char *)store_db_get(res, i, 7);
-		ev.tenant = (char *)store_db_get(res, i, 8);
-		ev.job_state = (char *)store_db_get(res, i, 9);
+		ev.id = e->id;
+		ev.at = (char *)e->at;
+		ev.kind = (char *)e->kind;
+		ev.job_id = e->job_id;
+		ev.run_id = e->run_id;
+		ev.reason = (char *)e->reason;
+		ev.data_json = (char *)e->data;
+		ev.tenant = (char *)e->tenant;
+		ev.job_state = (char *)e->job_state;
 		if (!gcall_stream_send(w->c, &ev.base))
 			break;
 	}
-	store_db_clear(res);
-	(void)a;
 }
 
 static void *watch_main(void *arg)
@@ -876,7 +839,7 @@ static void *watch_main(void *arg)
 		if (!n)
 			continue;
 		n = 0;
-		if (store_db_query_int64(db, "SELECT coalesce(max(id), 0) FROM events", 0, NULL, &maxid, NULL) < 0)
+		if (store_event_max_id(db, &maxid, NULL) < 0)
 			maxid = INT64_MAX;
 		pthread_mutex_lock(&W.mu);
 		for (struct watch *w = W.list; w; w = w->next) {

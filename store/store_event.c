@@ -1,0 +1,87 @@
+/* store_event.c - event scans for resumable cursors; see store_event.h. */
+#include "store_event.h"
+
+#include <stdio.h>
+
+#include "buf.h"
+
+#define TS(col) "to_char((" col ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
+/* A text[] literal of `items` (quoted, escaped). */
+static char *text_array(const char *const *items, size_t n)
+{
+	struct mu_buf b = MU_BUF_INIT;
+
+	mu_buf_addc(&b, '{');
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			mu_buf_addc(&b, ',');
+		mu_buf_addc(&b, '"');
+		for (const char *p = items[i]; *p; p++) {
+			if (*p == '"' || *p == '\\')
+				mu_buf_addc(&b, '\\');
+			mu_buf_addc(&b, *p);
+		}
+		mu_buf_addc(&b, '"');
+	}
+	mu_buf_addc(&b, '}');
+	return mu_buf_detach(&b);
+}
+
+int store_event_scan(PGconn *c, struct mu_arena *a, int64_t after, const struct store_event_filter *f,
+		     int limit, struct store_event **out, size_t *n, struct mu_error *err)
+{
+	static const char sql[] =
+		"SELECT e.id,"
+		" e.job_id IS NOT NULL"
+		"  AND ($2::text IS NULL OR t.path = $2 OR starts_with(t.path, $2 || '/'))"
+		"  AND ($3::bigint = 0 OR e.job_id = $3)"
+		"  AND (cardinality($4::text[]) = 0 OR e.kind = ANY($4::text[])),"
+		" " TS("e.at") ", e.kind, coalesce(e.job_id, 0), coalesce(e.run_id, 0), e.reason,"
+		" e.data::text, coalesce(t.name, ''), coalesce(j.state, '')"
+		" FROM events e LEFT JOIN tenants t ON t.id = e.tenant_id"
+		" LEFT JOIN jobs j ON j.id = e.job_id"
+		" WHERE e.id > $1::bigint ORDER BY e.id LIMIT $5::int";
+	char cur[24], job[24], lim[16];
+	char *kinds = text_array(f->kinds, f->kinds ? f->nkinds : 0);
+	const char *params[5] = { cur, f->scope, job, kinds, lim };
+	PGresult *res = NULL;
+	int ret, rows;
+
+	*out = NULL;
+	*n = 0;
+	snprintf(cur, sizeof(cur), "%lld", (long long)after);
+	snprintf(job, sizeof(job), "%lld", (long long)f->job_id);
+	snprintf(lim, sizeof(lim), "%d", limit);
+	ret = store_db_exec(c, sql, 5, params, &res, err);
+	if (ret < 0)
+		goto out;
+	rows = store_db_nrows(res);
+	*out = mu_arena_alloc(a, sizeof(**out) * (size_t)(rows + 1));
+	for (int i = 0; i < rows; i++) {
+		struct store_event *e = &(*out)[i];
+
+		e->id = store_db_get_int64(res, i, 0);
+		e->visible = store_db_get_bool(res, i, 1);
+		if (!e->visible)
+			continue;
+		e->at = mu_arena_strdup(a, store_db_get(res, i, 2));
+		e->kind = mu_arena_strdup(a, store_db_get(res, i, 3));
+		e->job_id = store_db_get_int64(res, i, 4);
+		e->run_id = store_db_get_int64(res, i, 5);
+		e->reason = mu_arena_strdup(a, store_db_get(res, i, 6));
+		e->data = mu_arena_strdup(a, store_db_get(res, i, 7));
+		e->tenant = mu_arena_strdup(a, store_db_get(res, i, 8));
+		e->job_state = mu_arena_strdup(a, store_db_get(res, i, 9));
+	}
+	*n = (size_t)rows;
+out:
+	store_db_clear(res);
+	mu_free(kinds);
+	return ret;
+}
+
+int store_event_max_id(PGconn *c, int64_t *out, struct mu_error *err)
+{
+	return store_db_query_int64(c, "SELECT coalesce(max(id), 0) FROM events", 0, NULL, out, err);
+}

@@ -1,0 +1,47 @@
+/*
+ * store_event.h - reading the events table in id order, for cursors that
+ * resume (muster-api's gRPC JobService.Watch). Conventions as store_job.h.
+ */
+#ifndef STORE_EVENT_H
+#define STORE_EVENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alloc.h"
+#include "db.h"
+#include "error.h"
+
+struct store_event {
+	int64_t id;
+	bool visible;          /* matches the filter below; else only id is set */
+	const char *at;        /* RFC 3339 UTC */
+	const char *kind;
+	int64_t job_id, run_id; /* 0 = none */
+	const char *reason;
+	const char *data;      /* JSON object text */
+	const char *tenant;    /* "" = none */
+	const char *job_state; /* the job's state now, "" = no job */
+};
+
+struct store_event_filter {
+	const char *scope;          /* tenant subtree path, NULL = all */
+	int64_t job_id;             /* 0 = every job */
+	const char *const *kinds;   /* NULL/0 = every kind */
+	size_t nkinds;
+};
+
+/*
+ * The next `limit` events with id > after, ALL of them in id order (a
+ * caller can see gaps: ids still uncommitted or rolled back), each marked
+ * visible when it has a job in `scope` and matches job_id/kinds.
+ */
+int store_event_scan(PGconn *c, struct mu_arena *a, int64_t after, const struct store_event_filter *f,
+		     int limit, struct store_event **out, size_t *n, struct mu_error *err)
+	__attribute__((warn_unused_result));
+
+/* The highest event id (0 when none). */
+int store_event_max_id(PGconn *c, int64_t *out, struct mu_error *err) __attribute__((warn_unused_result));
+
+#endif
