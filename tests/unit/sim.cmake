@@ -16,5 +16,5 @@ add_test(NAME unit.sim.fairshare_converges
                  $<TARGET_FILE:muster-sim>)
 add_test(NAME unit.sim.random_invariants
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/sim/test_random_invariants.py
-                 $<TARGET_FILE:muster-sim> 1 2)
+                 $<TARGET_FILE:muster-sim> 1 2 jobs=250)
 set_tests_properties(unit.sim.random_invariants PROPERTIES TIMEOUT 300)

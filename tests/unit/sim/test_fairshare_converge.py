@@ -6,7 +6,7 @@ gives about 50%, so the measure can tell them apart."""
 import json, os, subprocess, sys, tempfile
 
 SIM = sys.argv[1]
-N = 1200  # jobs per tenant
+N = 800  # jobs per tenant
 with tempfile.TemporaryDirectory() as d:
     cl = {'nodes': [{'name': 'n', 'count': 1, 'gpus': 8}],
           'tenants': [{'name': 'a', 'shares': 3}, {'name': 'b', 'shares': 1}],

@@ -8,7 +8,8 @@ preemption, tenants with guarantees and limits, dependencies with failures."""
 import json, os, random, subprocess, sys, tempfile
 
 SIM = sys.argv[1]
-SEEDS = [int(x) for x in sys.argv[2:]] or [1, 2, 3]
+SEEDS = [int(x) for x in sys.argv[2:] if not x.startswith('jobs=')] or [1, 2, 3]
+JOBS = ([int(x[5:]) for x in sys.argv[2:] if x.startswith('jobs=')] or [400])[0]
 
 
 def cluster(rng):
@@ -62,7 +63,7 @@ with tempfile.TemporaryDirectory() as d:
     for seed in SEEDS:
         rng = random.Random(seed)
         open(os.path.join(d, 'c.json'), 'w').write(json.dumps(cluster(rng)))
-        open(os.path.join(d, 't.csv'), 'w').write(trace(rng, 400))
+        open(os.path.join(d, 't.csv'), 'w').write(trace(rng, JOBS))
         for pol in ('fcfs', 'easy', 'conservative', 'muster'):
             for predict in ([], ['--predict']):
                 m = os.path.join(d, 'm.json')
