@@ -285,8 +285,8 @@ static int parse_nodes(struct sim_cluster *c, json_t *arr, struct topo *tp, stru
 			return mu_error_set(err, MU_ETYPE, "nodes", "%s must be an object", where);
 		if ((ret = check_keys(o, keys, where, err)))
 			return ret;
-		const char *name, *topology, *model, *state;
-		long long gpus, count;
+		const char *name = "", *topology = "", *model = "", *state = "up";
+		long long gpus = 0, count = 0;
 		if ((ret = get_str(o, "name", "", &name, where, err)) ||
 		    (ret = get_str(o, "topology", "", &topology, where, err)) ||
 		    (ret = get_str(o, "model", "", &model, where, err)) ||
@@ -343,8 +343,8 @@ static int parse_generate(struct sim_cluster *c, json_t *o, struct topo *tp, str
 	static const char *const keys[] = { "blocks", "racks_per_block", "nodes_per_rack", "gpus_per_node", "model",
 		                            NULL };
 	const char *w = "generate";
-	long long blocks, racks, per, gpus;
-	const char *model;
+	long long blocks = 0, racks = 0, per = 0, gpus = 0;
+	const char *model = "";
 	int ret;
 	if (!json_is_object(o))
 		return mu_error_set(err, MU_ETYPE, "generate", "generate must be an object");
@@ -392,7 +392,7 @@ static int parse_tenants(struct sim_cluster *c, json_t *arr, struct mu_error *er
 	/* Two passes: names first so parents may come in any order. */
 	json_array_foreach(arr, i, o) {
 		snprintf(where, sizeof(where), "tenants[%zu]", i);
-		const char *name;
+		const char *name = "";
 		if (!json_is_object(o))
 			return mu_error_set(err, MU_ETYPE, "tenants", "%s must be an object", where);
 		if ((ret = check_keys(o, keys, where, err)) || (ret = get_str(o, "name", "", &name, where, err)))
@@ -404,9 +404,9 @@ static int parse_tenants(struct sim_cluster *c, json_t *arr, struct mu_error *er
 	json_array_foreach(arr, i, o) {
 		snprintf(where, sizeof(where), "tenants[%zu]", i);
 		struct sched_tenant *t = &c->tenants[i + 1];
-		const char *parent;
-		long long g, mg, mj;
-		double shares;
+		const char *parent = "root";
+		long long g = 0, mg = -1, mj = -1;
+		double shares = 1;
 		if ((ret = get_str(o, "parent", "root", &parent, where, err)) ||
 		    (ret = get_num(o, "shares", 0, 1e12, 1, &shares, where, err)) ||
 		    (ret = get_int(o, "guaranteed_gpus", 0, 100000000, 0, &g, where, err)) ||
@@ -446,9 +446,9 @@ static int parse_classes(struct sim_cluster *c, json_t *arr, struct mu_error *er
 		return mu_error_set(err, MU_ETYPE, "classes", "classes must be an array");
 	json_array_foreach(arr, i, o) {
 		snprintf(where, sizeof(where), "classes[%zu]", i);
-		const char *name;
-		long long prio, grace;
-		bool pre, def;
+		const char *name = "";
+		long long prio = 0, grace = 0;
+		bool pre = true, def = false;
 		if (!json_is_object(o))
 			return mu_error_set(err, MU_ETYPE, "classes", "%s must be an object", where);
 		if ((ret = check_keys(o, keys, where, err)) || (ret = get_str(o, "name", "", &name, where, err)) ||
@@ -479,7 +479,7 @@ static int parse_settings(struct sim_cluster *c, json_t *o, struct mu_error *err
 	static const char *const keys[] = { "reservation_depth", "weight_fairshare", "weight_age", "weight_size",
 		                            "max_age", "half_life", "preemption", "predict_runtimes", NULL };
 	const char *w = "settings";
-	long long depth, max_age;
+	long long depth = -1, max_age = c->settings.max_age;
 	int ret;
 	if (!json_is_object(o))
 		return mu_error_set(err, MU_ETYPE, "settings", "settings must be an object");
