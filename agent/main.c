@@ -459,8 +459,11 @@ int main(int argc, char **argv)
 			a.next_hb = ag_now() + (double)heartbeat_ms / 1000.0;
 		}
 	}
-	mu_info("node=%s signal=%d: exiting; %d runs left to the next agent", node_name, (int)quit,
-		a.nruns);
+	int live = 0;
+	for (int i = 0; i < a.nruns; i++)
+		live += a.runs[i].state != AG_RUN_DONE;
+	mu_info("node=%s signal=%d: exiting; %d live runs left to the next agent", node_name,
+		(int)quit, live);
 	ag_state_save(state_dir, a.runs, a.nruns);
 	rc = 0;
 out:

@@ -1,0 +1,2 @@
+# AGENT: muster-agent end to end (fake GPUs, real muster-api + scheduler).
+muster_py_test(agent.gang test_agent_gang.py TIMEOUT 120 LABELS agent RUN_SERIAL)
