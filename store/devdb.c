@@ -102,9 +102,9 @@ static int devdb_init(struct devdb *d, const char *dir, bool create, struct mu_e
 				    "(keep it under ~90 characters)",
 				    abs);
 	memcpy(d->dir, abs, strlen(abs) + 1);
-	snprintf(d->data, sizeof(d->data), "%s/data", abs);
-	snprintf(d->socket, sizeof(d->socket), "%s/socket", abs);
-	snprintf(d->log, sizeof(d->log), "%s/postgres.log", abs);
+	snprintf(d->data, sizeof(d->data), "%s/data", d->dir);
+	snprintf(d->socket, sizeof(d->socket), "%s/socket", d->dir);
+	snprintf(d->log, sizeof(d->log), "%s/postgres.log", d->dir);
 	/* ".s.PGSQL.5432" plus a slash must fit in sun_path. */
 	if (strlen(d->socket) + 15 >= sizeof(((struct sockaddr_un *)0)->sun_path))
 		return mu_error_set(err, MU_EINVAL, "dir",
@@ -400,6 +400,20 @@ static bool is_our_postmaster(const struct devdb *d, pid_t pid)
 	}
 	if (strncmp(comm, "postgres", 8) != 0)
 		return false;
+	/* A killed postmaster whose parent is an init that does not reap (as
+	 * in some containers) stays a zombie: dead all the same. */
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	f = fopen(path, "r");
+	if (f) {
+		char line[512] = "";
+		size_t got = fread(line, 1, sizeof(line) - 1, f);
+		const char *rp;
+		fclose(f);
+		line[got] = '\0';
+		rp = strrchr(line, ')');
+		if (rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'))
+			return false;
+	}
 	snprintf(path, sizeof(path), "/proc/%ld/cwd", (long)pid);
 	n = readlink(path, cwd, sizeof(cwd) - 1);
 	if (n < 0)
