@@ -1,2 +1,3 @@
 # AGENT: muster-agent end to end (fake GPUs, real muster-api + scheduler).
 muster_py_test(agent.gang test_agent_gang.py TIMEOUT 120 LABELS agent RUN_SERIAL)
+muster_py_test(agent.restart test_agent_restart.py TIMEOUT 90 LABELS agent)
