@@ -75,18 +75,111 @@ static int64_t getl(const PGresult *r, int row, int col)
 	return store_db_get_int64(r, row, col);
 }
 
-static int load_nodes(PGconn *c, struct store_sched_snap *s, struct mu_arena *a, struct mu_error *err)
+/* ---- the snapshot's queries, sent as one batch ---------------------------- */
+
+/* One round trip for the eight parameterless queries of a snapshot (a
+ * multi-statement simple query inside the cycle's transaction); the
+ * loaders below take their results in this order. */
+static const char *const snap_sql[8] = {
+	    "SELECT n.id, n.name, n.address, n.topology, n.gpu_model, n.gpu_count, n.up,"
+	    " n.drain, coalesce(g.mask, 0), g.node_id IS NOT NULL"
+	    " FROM nodes n LEFT JOIN (SELECT node_id, bit_or(CASE WHEN healthy AND idx < 64"
+	    "   THEN (1::bigint << idx) ELSE 0 END) AS mask FROM gpus GROUP BY node_id) g"
+	    "   ON g.node_id = n.id ORDER BY n.id",
+	    "SELECT run_id, node_id, node_rank, gpu_index FROM run_allocations WHERE live"
+	    " ORDER BY run_id, node_rank, gpu_index",
+	    "SELECT r.id, r.job_id, j.tenant_id, j.user_name, j.priority_class_id, r.nodes,"
+	    " r.gpus_per_node, r.time_limit,"
+	    " extract(epoch FROM coalesce(r.started_at, r.created_at))::bigint,"
+	    " r.state = 'STOPPING'"
+	    " FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.live ORDER BY r.id",
+	    "SELECT id, tenant_id, user_name, gpu_model, topology_required,"
+	    " topology_preferred, dependencies::text, pending_reason, pending_message,"
+	    " priority_class_id, nodes, coalesce(min_nodes, nodes), gpus_per_node,"
+	    " time_limit, retries, extract(epoch FROM created_at)::bigint,"
+	    " coalesce(extract(epoch FROM planned_start)::bigint, 0)"
+	    " FROM jobs WHERE state = 'PENDING' AND NOT held ORDER BY id",
+	    "SELECT id, coalesce(parent_id, 0), name, shares FROM tenants"
+	    " ORDER BY parent_id IS NOT NULL, id",
+	    "SELECT tenant_id, gpu_model, guaranteed_gpus, coalesce(max_gpus, -1),"
+	    " coalesce(max_running_jobs, -1) FROM quotas ORDER BY tenant_id, gpu_model",
+	    "SELECT id, priority, grace_period, preemptible, name FROM priority_classes"
+	    " ORDER BY id",
+	    "SELECT tenant_id, user_name, CASE WHEN %d > 0 THEN value * power(0.5,"
+	    " greatest(0, extract(epoch FROM now() - updated_at)) / %d) ELSE value END"
+	    " FROM usage_decayed ORDER BY tenant_id, user_name"
+};
+
+struct batch {
+	PGresult *res[8];
+	int next, n;
+};
+
+static int batch_run(PGconn *c, struct batch *b, int half_life, struct mu_error *err)
+{
+	char usage[1024];
+	char *all = NULL;
+	size_t cap = 0, len = 0;
+	PGresult *r;
+	int ret = 0;
+
+	memset(b, 0, sizeof(*b));
+	snprintf(usage, sizeof(usage), snap_sql[7], half_life, half_life);
+	for (int i = 0; i < 8; i++) {
+		const char *q = i == 7 ? usage : snap_sql[i];
+		size_t n = strlen(q);
+		all = mu_grow(all, &cap, len + n + 3, 1);
+		memcpy(all + len, q, n);
+		len += n;
+		memcpy(all + len, ";\n", 3);
+		len += 2;
+	}
+	if (!PQsendQuery(c, all)) {
+		ret = store_db_check(c, NULL, err);
+		goto out;
+	}
+	while ((r = PQgetResult(c))) {
+		int rc = store_db_check(c, r, err);
+		if (rc && !ret)
+			ret = rc;
+		if (rc || b->n >= 8)
+			PQclear(r);
+		else
+			b->res[b->n++] = r;
+	}
+	if (!ret && b->n != 8)
+		ret = mu_error_set(err, MU_EINTERNAL, "", "snapshot batch returned %d results", b->n);
+out:
+	mu_free(all);
+	return ret;
+}
+
+/* The next batched result (new: the caller clears it). */
+static int take(struct batch *b, PGresult **r, struct mu_error *err)
+{
+	if (b->next >= b->n) {
+		*r = NULL;
+		return mu_error_set(err, MU_EINTERNAL, "", "snapshot batch exhausted");
+	}
+	*r = b->res[b->next];
+	b->res[b->next++] = NULL;
+	return 0;
+}
+
+static void batch_release(struct batch *b)
+{
+	for (int i = 0; i < b->n; i++)
+		store_db_clear(b->res[i]);
+	memset(b, 0, sizeof(*b));
+}
+
+static int load_nodes(PGconn *c, struct batch *b, struct store_sched_snap *s, struct mu_arena *a,
+		      struct mu_error *err)
 {
 	PGresult *r = NULL;
 	/* GPU health as one bitmask per node (bit i = GPU i healthy), by one
 	 * aggregate join rather than a subquery per node. */
-	int ret = store_db_exec(c,
-				"SELECT n.id, n.name, n.address, n.topology, n.gpu_model, n.gpu_count, n.up,"
-				" n.drain, coalesce(g.mask, 0), g.node_id IS NOT NULL"
-				" FROM nodes n LEFT JOIN (SELECT node_id, bit_or(CASE WHEN healthy AND idx < 64"
-				"   THEN (1::bigint << idx) ELSE 0 END) AS mask FROM gpus GROUP BY node_id) g"
-				"   ON g.node_id = n.id ORDER BY n.id",
-				0, NULL, &r, err);
+	int ret = take(b, &r, err);
 	if (ret)
 		goto out;
 	s->nnodes = (size_t)store_db_nrows(r);
@@ -116,14 +209,12 @@ out:
 	return ret;
 }
 
-static int load_runs(PGconn *c, struct store_sched_snap *s, struct mu_arena *a, struct mu_error *err)
+static int load_runs(PGconn *c, struct batch *b, struct store_sched_snap *s, struct mu_arena *a,
+		      struct mu_error *err)
 {
 	PGresult *r = NULL;
 	size_t k = 0;
-	int ret = store_db_exec(c,
-				"SELECT run_id, node_id, node_rank, gpu_index FROM run_allocations WHERE live"
-				" ORDER BY run_id, node_rank, gpu_index",
-				0, NULL, &r, err);
+	int ret = take(b, &r, err);
 	if (ret)
 		goto out;
 	s->nallocs = (size_t)store_db_nrows(r);
@@ -134,13 +225,7 @@ static int load_runs(PGconn *c, struct store_sched_snap *s, struct mu_arena *a, 
 	}
 	store_db_clear(r);
 	r = NULL;
-	ret = store_db_exec(c,
-			    "SELECT r.id, r.job_id, j.tenant_id, j.user_name, j.priority_class_id, r.nodes,"
-			    " r.gpus_per_node, r.time_limit,"
-			    " extract(epoch FROM coalesce(r.started_at, r.created_at))::bigint,"
-			    " r.state = 'STOPPING'"
-			    " FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.live ORDER BY r.id",
-			    0, NULL, &r, err);
+	ret = take(b, &r, err);
 	if (ret)
 		goto out;
 	s->nruns = (size_t)store_db_nrows(r);
@@ -171,17 +256,11 @@ out:
 	return ret;
 }
 
-static int load_jobs(PGconn *c, struct store_sched_snap *s, struct mu_arena *a, struct mu_error *err)
+static int load_jobs(PGconn *c, struct batch *b, struct store_sched_snap *s, struct mu_arena *a,
+		      struct mu_error *err)
 {
 	PGresult *r = NULL;
-	int ret = store_db_exec(c,
-				"SELECT id, tenant_id, user_name, gpu_model, topology_required,"
-				" topology_preferred, dependencies::text, pending_reason, pending_message,"
-				" priority_class_id, nodes, coalesce(min_nodes, nodes), gpus_per_node,"
-				" time_limit, retries, extract(epoch FROM created_at)::bigint,"
-				" coalesce(extract(epoch FROM planned_start)::bigint, 0)"
-				" FROM jobs WHERE state = 'PENDING' AND NOT held ORDER BY id",
-				0, NULL, &r, err);
+	int ret = take(b, &r, err);
 	if (ret)
 		goto out;
 	s->njobs = (size_t)store_db_nrows(r);
@@ -212,14 +291,11 @@ out:
 	return ret;
 }
 
-static int load_policy(PGconn *c, struct store_sched_snap *s, struct mu_arena *a, struct mu_error *err)
+static int load_policy(PGconn *c, struct batch *b, struct store_sched_snap *s, struct mu_arena *a,
+		      struct mu_error *err)
 {
 	PGresult *r = NULL;
-	char hl[16];
-	const char *p[1] = { hl };
-	int ret = store_db_exec(c, "SELECT id, coalesce(parent_id, 0), name, shares FROM tenants"
-				" ORDER BY parent_id IS NOT NULL, id",
-				0, NULL, &r, err);
+	int ret = take(b, &r, err);
 	if (ret)
 		goto out;
 	s->ntenants = (size_t)store_db_nrows(r);
@@ -230,10 +306,7 @@ static int load_policy(PGconn *c, struct store_sched_snap *s, struct mu_arena *a
 	store_db_clear(r);
 	r = NULL;
 
-	ret = store_db_exec(c,
-			    "SELECT tenant_id, gpu_model, guaranteed_gpus, coalesce(max_gpus, -1),"
-			    " coalesce(max_running_jobs, -1) FROM quotas ORDER BY tenant_id, gpu_model",
-			    0, NULL, &r, err);
+	ret = take(b, &r, err);
 	if (ret)
 		goto out;
 	s->nquotas = (size_t)store_db_nrows(r);
@@ -245,10 +318,7 @@ static int load_policy(PGconn *c, struct store_sched_snap *s, struct mu_arena *a
 	store_db_clear(r);
 	r = NULL;
 
-	ret = store_db_exec(c,
-			    "SELECT id, priority, grace_period, preemptible, name FROM priority_classes"
-			    " ORDER BY id",
-			    0, NULL, &r, err);
+	ret = take(b, &r, err);
 	if (ret)
 		goto out;
 	s->nclasses = (size_t)store_db_nrows(r);
@@ -261,12 +331,7 @@ static int load_policy(PGconn *c, struct store_sched_snap *s, struct mu_arena *a
 	store_db_clear(r);
 	r = NULL;
 
-	snprintf(hl, sizeof(hl), "%d", s->settings.half_life);
-	ret = store_db_exec(c,
-			    "SELECT tenant_id, user_name, CASE WHEN $1::int > 0 THEN value * power(0.5,"
-			    " greatest(0, extract(epoch FROM now() - updated_at)) / $1::int) ELSE value END"
-			    " FROM usage_decayed ORDER BY tenant_id, user_name",
-			    1, p, &r, err);
+	ret = take(b, &r, err);
 	if (ret)
 		goto out;
 	s->nusage = (size_t)store_db_nrows(r);
@@ -323,6 +388,7 @@ int store_sched_snap_load_settings(PGconn *c, const struct store_sched_settings 
 				   struct store_sched_snap *s, struct mu_error *err)
 {
 	struct mu_arena *a = mu_malloc(sizeof(*a));
+	struct batch b = { 0 };
 	int ret = 0;
 
 	memset(s, 0, sizeof(*s));
@@ -333,13 +399,16 @@ int store_sched_snap_load_settings(PGconn *c, const struct store_sched_settings 
 	else
 		ret = store_sched_settings_load(c, &s->settings, err);
 	if (!ret)
-		ret = load_nodes(c, s, a, err);
+		ret = batch_run(c, &b, s->settings.half_life, err);
 	if (!ret)
-		ret = load_runs(c, s, a, err);
+		ret = load_nodes(c, &b, s, a, err);
 	if (!ret)
-		ret = load_jobs(c, s, a, err);
+		ret = load_runs(c, &b, s, a, err);
 	if (!ret)
-		ret = load_policy(c, s, a, err);
+		ret = load_jobs(c, &b, s, a, err);
+	if (!ret)
+		ret = load_policy(c, &b, s, a, err);
+	batch_release(&b);
 	return ret;
 }
 
