@@ -82,6 +82,7 @@ def setup(c):
         return S
     harness.require_binary("muster-agent")
     harness.require_binary("muster-scheduler")
+    t0 = time.monotonic()
     tag = "%02x" % (os.getpid() % 250)
     nets = Netns(tag)
     addrs = nets.try_make(len(NODES)) if os.environ.get("MUSTER_AGENT_TEST_NETNS", "1") != "0" else None
@@ -96,6 +97,7 @@ def setup(c):
         addrs = [("127.0.0.%d" % (i + 2), "127.0.0.1", None) for i in range(len(NODES))]
         c.start_api()
     S["addrs"] = addrs
+    t1 = time.monotonic()
     make_tenant(c, "agt")
     c.sql("INSERT INTO quotas (tenant_id, max_gpus) SELECT id, 99 FROM tenants WHERE name = 'agt'")
     S["user"] = make_token(c, "tenant", tenant="agt", user="ada")
@@ -108,6 +110,8 @@ def setup(c):
         S["agents"][n] = start_agent(c, i, n)
     c.wait_until(lambda: c.sql_value("SELECT count(*) FROM nodes WHERE name LIKE 'ag-n%' AND up") == "3",
                  15, "three agents registered")
+    print("setup: namespaces + api %.2fs, scheduler + agents registered %.2fs"
+          % (t1 - t0, time.monotonic() - t1))
     return S
 
 
@@ -157,6 +161,19 @@ def run_nodes(c, run_id):
     rows = c.sql("SELECT DISTINCT n.name FROM run_allocations a JOIN nodes n ON n.id = a.node_id"
                  " WHERE a.run_id = $1 ORDER BY 1", str(run_id))
     return [r[0] for r in rows]
+
+
+def test_registered_and_heartbeating(c):
+    setup(c)
+    rows = c.sql("SELECT g.idx, g.uuid, g.model, g.memory_mb, g.healthy FROM gpus g JOIN nodes n"
+                 " ON n.id = g.node_id WHERE n.name = 'ag-n2' ORDER BY g.idx")
+    check_eq([r[0] for r in rows], ["0", "1", "2", "3"], "GPU indices")
+    check(all(r[1].startswith("GPU-fake") and r[2] == "H100-80GB" and r[3] == "81920" and r[4] == "t"
+              for r in rows), "GPU rows", rows)
+    check_eq(c.sql_value("SELECT address FROM nodes WHERE name = 'ag-n2'"), S["addrs"][1][0], "address")
+    hb = lambda: c.sql_value("SELECT last_heartbeat FROM nodes WHERE name = 'ag-n2'")
+    first = hb()
+    c.wait_until(lambda: hb() != first, 5, "a later heartbeat")
 
 
 def test_gang_runs_and_completes(c):

@@ -31,6 +31,9 @@ def setup(c):
     S["out"] = os.path.join(c.dir, "out")
     os.makedirs(S["out"])
     S["state"] = os.path.join(c.dir, "agent-state")
+    S["net"] = os.path.join(c.dir, "net")
+    os.makedirs(os.path.join(S["net"], "ib0"))
+    set_link("up")
     S["agent"] = start_agent(c)
     return S
 
@@ -39,7 +42,8 @@ def start_agent(c):
     return c.start_process(
         [harness.binary("muster-agent"), "--api", "127.0.0.1:%d" % c.grpc_port, "--node", "rs-n1",
          "--address", "127.0.0.1", "--state-dir", S["state"], "--gpu-backend", "fake",
-         "--fake-gpus", "4", "--heartbeat-interval", "300ms"],
+         "--fake-gpus", "4", "--heartbeat-interval", "300ms", "--fabric-ifaces", "ib0",
+         "--sysfs-net", S["net"]],
         env={"MUSTER_AGENT_TOKEN": S["token"]}, name="agent",
         wait_for=lambda: c.sql_value("SELECT count(*) FROM nodes WHERE name = 'rs-n1' AND up") == "1")
 
@@ -81,6 +85,13 @@ def job_state(c, jid):
     return c.sql_value("SELECT state FROM jobs WHERE id = $1", str(jid))
 
 
+def set_link(state):
+    path = os.path.join(S["net"], "ib0", "operstate")
+    with open(path + ".tmp", "w") as f:
+        f.write(state + "\n")
+    os.rename(path + ".tmp", path)
+
+
 def test_killed_agent_readopts(c):
     s = setup(c)
     jid, run = submit(c)
@@ -113,6 +124,15 @@ def test_cancel_while_agent_down(c):
     c.wait_until(lambda: group_alive(run) == 0, 10, "stopped by the restarted agent")
     c.wait_until(lambda: job_state(c, jid) == "CANCELLED", 15, "job CANCELLED")
     check_eq(sorted(starts(run)), ["0", "1"], "never restarted")
+
+
+def test_zz_fabric_link_down_drains(c):
+    setup(c)
+    check_eq(c.sql_value("SELECT drain FROM nodes WHERE name = 'rs-n1'"), "f", "not drained yet")
+    set_link("down")
+    c.wait_until(lambda: c.sql_value("SELECT drain FROM nodes WHERE name = 'rs-n1'") == "t", 5, "drained")
+    check_eq(c.sql_value("SELECT drain_reason FROM nodes WHERE name = 'rs-n1'"), "fabric link ib0 down",
+             "reason")
 
 
 if __name__ == "__main__":
