@@ -129,6 +129,7 @@ struct ag_run {
 	double started;           /* monotonic seconds */
 	double ended;             /* monotonic seconds when it became DONE */
 	double deadline;          /* time-limit backstop, 0 = none */
+	int64_t deadline_epoch;   /* the same in wall-clock seconds (survives restarts) */
 	double kill_at;           /* stopping: KILL at this time */
 	int exit_code;            /* DONE: first non-zero exit code, else 0 */
 	int exit_signal;          /* DONE: a signal that ended a process, 0 = none */

@@ -311,8 +311,10 @@ int ag_run_start(struct ag_run *r, const struct ag_spec *s, const char *state_di
 	r->job_id = s->job_id;
 	r->state = AG_RUN_LIVE;
 	r->started = ag_now();
-	if (s->time_limit_s > 0)
+	if (s->time_limit_s > 0) {
 		r->deadline = r->started + (double)s->time_limit_s;
+		r->deadline_epoch = (int64_t)time(NULL) + s->time_limit_s;
+	}
 	snprintf(r->dir, sizeof(r->dir), "%s/runs/%" PRId64, state_dir, s->run_id);
 	int ppn = s->procs_per_node > 0 ? s->procs_per_node : 1;
 	if (ppn > AG_MAX_PROCS || !s->argv || !s->argv[0]) {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -81,10 +82,11 @@ int ag_state_save(const char *state_dir, const struct ag_run *runs, int nruns)
 	fprintf(f, "muster-agent-state 1\n");
 	for (int i = 0; i < nruns; i++) {
 		const struct ag_run *r = &runs[i];
-		/* run <id> <job> <state> <pgid> <start time> <nprocs> <code> <signal> <dir> */
-		fprintf(f, "run %" PRId64 " %" PRId64 " %d %d %llu %d %d %d %s\n", r->run_id, r->job_id,
-			(int)r->state, (int)r->pgid, r->start_time, r->nprocs, r->exit_code,
-			r->exit_signal, r->dir);
+		/* run <id> <job> <state> <pgid> <start time> <nprocs> <code> <signal>
+		 *     <deadline epoch> <dir> */
+		fprintf(f, "run %" PRId64 " %" PRId64 " %d %d %llu %d %d %d %" PRId64 " %s\n",
+			r->run_id, r->job_id, (int)r->state, (int)r->pgid, r->start_time, r->nprocs,
+			r->exit_code, r->exit_signal, r->deadline_epoch, r->dir);
 	}
 	if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
 		fclose(f);
@@ -119,9 +121,9 @@ int ag_state_load(const char *state_dir, struct ag_run **runs, int *nruns)
 		struct ag_run r;
 		int st, pgid, consumed = 0;
 		memset(&r, 0, sizeof(r));
-		if (sscanf(line, "run %" SCNd64 " %" SCNd64 " %d %d %llu %d %d %d %n", &r.run_id,
-			   &r.job_id, &st, &pgid, &r.start_time, &r.nprocs, &r.exit_code,
-			   &r.exit_signal, &consumed) < 8 ||
+		if (sscanf(line, "run %" SCNd64 " %" SCNd64 " %d %d %llu %d %d %d %" SCNd64 " %n",
+			   &r.run_id, &r.job_id, &st, &pgid, &r.start_time, &r.nprocs, &r.exit_code,
+			   &r.exit_signal, &r.deadline_epoch, &consumed) < 9 ||
 		    consumed == 0)
 			continue;
 		snprintf(r.dir, sizeof(r.dir), "%s", line + consumed);
@@ -131,6 +133,8 @@ int ag_state_load(const char *state_dir, struct ag_run **runs, int *nruns)
 		if (r.nprocs < 0 || r.nprocs > AG_MAX_PROCS)
 			r.nprocs = 1;
 		r.started = ag_now();
+		if (r.deadline_epoch > 0) /* the backstop holds across restarts */
+			r.deadline = r.started + (double)(r.deadline_epoch - (int64_t)time(NULL));
 		if (r.state != AG_RUN_DONE) {
 			/* the group is ours when it exists and its leader (if still
 			 * there) is the process we started, not a reused pid */

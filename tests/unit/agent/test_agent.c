@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -422,6 +423,7 @@ static void state_file_restart(void **state)
 	usleep(300000); /* 702 ends while "the agent is down" (not polled) */
 	pid_t pg701 = runs[0].pgid, pg703 = runs[2].pgid;
 	runs[2].start_time += 1; /* as if 703's group id now belonged to someone else */
+	runs[0].deadline_epoch = (int64_t)time(NULL) + 100; /* the backstop comes back */
 	assert_int_equal(ag_state_save(sd, runs, 3), 0);
 
 	/* the "new agent" */
@@ -433,6 +435,8 @@ static void state_file_restart(void **state)
 	assert_int_equal(back[0].state, AG_RUN_LIVE);
 	assert_true(back[0].adopted);
 	assert_int_equal(back[0].pgid, pg701);
+	assert_true(back[0].deadline > ag_now() + 98 && back[0].deadline < ag_now() + 101);
+	assert_int_equal(back[1].deadline, 0);
 	assert_int_equal(back[2].pgid, 0); /* start time differs: not ours */
 	ag_reap(NULL, 0); /* the test process is the keepers' parent: no zombies */
 	assert_true(ag_run_poll(&back[1]));
