@@ -262,6 +262,11 @@ static void keeper(const struct ag_spec *s, struct ag_run *r, int local, char **
 	snprintf(out, sizeof(out), "%s/proc%d.out", r->dir, local);
 	snprintf(err, sizeof(err), "%s/proc%d.err", r->dir, local);
 	snprintf(exitf, sizeof(exitf), "%s/exit.%d", r->dir, local);
+	/* Nothing of the agent's (its gRPC socket above all) may stay open in
+	 * the keeper or the job: a killed agent's connection must close. */
+	if (close_range(3, ~0U, 0) != 0)
+		for (int fd = 3; fd < 65536; fd++)
+			close(fd);
 	pid_t pid = fork();
 	if (pid < 0)
 		_exit(127);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,8 +189,11 @@ static void real_children_env_and_exit(void **state)
 	struct ag_run r;
 	char path[400];
 	setenv("MUSTER_AGENT_TOKEN", "secret", 1);
+	int leak = dup2(0, 100); /* not CLOEXEC: must not reach the job */
+	assert_int_equal(leak, 100);
 	make_spec(&s, 501,
 		  strv("/bin/sh", "-c", "env > env.$LOCAL_RANK; echo out$LOCAL_RANK; echo err >&2; "
+					"ls /proc/self/fd > fds.$LOCAL_RANK; "
 					"[ $LOCAL_RANK = 1 ] && exit 3; exit 0"),
 		  2);
 	assert_int_equal(ag_run_start(&r, &s, tmpdir), 0);
@@ -197,6 +201,7 @@ static void real_children_env_and_exit(void **state)
 	assert_int_equal(getpgid(r.pids[1]), r.pgid); /* one group for the run */
 	assert_int_not_equal(r.pgid, getpgrp());
 	wait_done(&r, 10);
+	close(leak);
 	assert_int_equal(r.exit_code, 3); /* first non-zero */
 	assert_int_equal(r.exit_signal, 0);
 	for (int i = 0; i < 2; i++) {
@@ -212,6 +217,13 @@ static void real_children_env_and_exit(void **state)
 		assert_non_null(strstr(env, want));
 		assert_null(strstr(env, "MUSTER_AGENT_TOKEN"));
 		mu_free(env);
+		snprintf(path, sizeof(path), "%s/runs/501/fds.%d", tmpdir, i);
+		char *fds = slurp(path);
+		assert_non_null(fds);
+		char leakname[32];
+		snprintf(leakname, sizeof(leakname), "\n%d\n", leak);
+		assert_null(strstr(fds, leakname)); /* 0,1,2 and ls's own directory fd only */
+		mu_free(fds);
 		snprintf(path, sizeof(path), "%s/runs/501/proc%d.out", tmpdir, i);
 		char *out = slurp(path);
 		assert_non_null(out);
