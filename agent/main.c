@@ -221,7 +221,7 @@ static void on_desired(struct agent *a, const Muster__V1__DesiredState *ds)
 		bool listed = false;
 		for (int j = 0; j < nw && !listed; j++)
 			listed = want[j].run_id == r->run_id;
-		if (r->state == AG_RUN_DONE && r->told_exit && !listed && now - r->ended > DONE_KEEP_S) {
+		if (r->state == AG_RUN_DONE && !listed && now - r->ended > DONE_KEEP_S) {
 			a->dirty = true;
 			continue;
 		}

@@ -133,6 +133,7 @@ int ag_state_load(const char *state_dir, struct ag_run **runs, int *nruns)
 		if (r.nprocs < 0 || r.nprocs > AG_MAX_PROCS)
 			r.nprocs = 1;
 		r.started = ag_now();
+		r.ended = r.started; /* DONE ones are forgotten DONE_KEEP_S after this start */
 		if (r.deadline_epoch > 0) /* the backstop holds across restarts */
 			r.deadline = r.started + (double)(r.deadline_epoch - (int64_t)time(NULL));
 		if (r.state != AG_RUN_DONE) {

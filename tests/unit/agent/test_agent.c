@@ -254,9 +254,9 @@ static void stop_term_grace_kill(void **state)
 	assert_int_equal(ag_run_start(&r, &s, tmpdir), 0);
 	usleep(100000);
 	double t0 = ag_now();
-	ag_run_stop(&r, 5, "cancel");
-	wait_done(&r, 5);
-	assert_true(ag_now() - t0 < 2);
+	ag_run_stop(&r, 8, "cancel");
+	wait_done(&r, 10);
+	assert_true(ag_now() - t0 < 7.5); /* before the grace ran out (signal says so too) */
 	assert_int_equal(r.exit_signal, SIGTERM);
 	ag_spec_free(&s);
 	/* TERM ignored: KILL after the grace */
@@ -265,9 +265,9 @@ static void stop_term_grace_kill(void **state)
 	usleep(200000);
 	t0 = ag_now();
 	ag_run_stop(&r, 1, "preempt");
-	wait_done(&r, 5);
+	wait_done(&r, 10);
 	double took = ag_now() - t0;
-	assert_true(took >= 0.9 && took < 3);
+	assert_true(took >= 0.9 && took < 8); /* not before the grace; loaded CI machines are slow */
 	assert_int_equal(r.exit_signal, SIGKILL);
 	assert_int_equal(kill(-r.pgid, 0), -1); /* nothing of the group left */
 	ag_spec_free(&s);
@@ -275,7 +275,7 @@ static void stop_term_grace_kill(void **state)
 	make_spec(&s, 603, strv("/bin/sleep", "30", NULL), 1);
 	s.time_limit_s = 1;
 	assert_int_equal(ag_run_start(&r, &s, tmpdir), 0);
-	wait_done(&r, 5);
+	wait_done(&r, 10);
 	assert_int_equal(r.exit_signal, SIGTERM);
 	assert_string_equal(r.message, "time limit reached");
 	ag_spec_free(&s);
