@@ -36,7 +36,15 @@ def state_dir():
     try:
         yield d
     finally:
-        devdb("stop", "--dir", d)
+        try:
+            devdb("stop", "--dir", d)
+        except (OSError, subprocess.SubprocessError):
+            # muster-devdb itself is gone (a rebuild under us): never leave
+            # a postgres behind
+            try:
+                os.kill(postmaster_pid(d), signal.SIGQUIT)
+            except (OSError, ValueError):
+                pass
         shutil.rmtree(top, ignore_errors=True)
 
 
