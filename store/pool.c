@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
+
 #include "alloc.h"
 #include "log.h"
 
@@ -90,6 +92,30 @@ static void fail_all(struct store_work **items, size_t n, const struct mu_error 
 	}
 }
 
+/*
+ * A connection whose server went away (restart, failover, terminate) still
+ * says CONNECTION_OK until libpq next reads from it. Reading what is already
+ * there (libpq's socket is non-blocking) turns that into CONNECTION_BAD
+ * before a request is spent on it, so the first request after a database
+ * restart does not fail with 503 on every worker in turn.
+ */
+static bool conn_alive(PGconn *c)
+{
+	PGnotify *n;
+
+	if (!store_db_ok(c))
+		return false;
+	/* A server that shut down sent a FATAL message and then closed: the
+	 * first read takes the message, only a second one sees the EOF. On a
+	 * healthy idle connection each read is one recv() that finds nothing. */
+	for (int i = 0; i < 2; i++)
+		if (!PQconsumeInput(c))
+			return false;
+	while ((n = PQnotifies(c)))
+		PQfreemem(n);
+	return store_db_ok(c);
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *self = arg;
@@ -114,7 +140,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&p->mu);
 		kind = batch[0]->kind;
 
-		if (!store_db_ok(c)) {
+		if (!conn_alive(c)) {
 			struct mu_error e = { 0 };
 
 			store_db_close(c);
