@@ -393,20 +393,30 @@ class Cluster:
         api = require_binary("muster-api")
         if self.api_proc and self.api_proc.poll() is None:
             self.kill_api(signal.SIGTERM)
-        if not self.http_port:
-            self.http_port = free_port()
-            self.grpc_port = free_port()
-        self.api_url = "http://127.0.0.1:%d" % self.http_port
-        e = {"MUSTER_HTTP_ADDR": "127.0.0.1:%d" % self.http_port,
-             "MUSTER_GRPC_ADDR": "127.0.0.1:%d" % self.grpc_port}
-        e.update(env)
-        self.api_proc = self.start_process([api], env=e, name="api")
-        try:
-            self.wait_until(lambda: self.api_proc.poll() is not None or self._healthy(), 30,
-                            "muster-api /healthz")
-        except TimeoutError:
-            self._failed = True
-            raise
+        # Ports we pick ourselves can be taken by a parallel test between
+        # free_port() and muster-api's bind (ctest -j): then muster-api
+        # exits at once with "cannot listen", and we try fresh ports.
+        chosen = not self.http_port
+        for attempt in range(5):
+            if not self.http_port:
+                self.http_port = free_port()
+                self.grpc_port = free_port()
+            self.api_url = "http://127.0.0.1:%d" % self.http_port
+            e = {"MUSTER_HTTP_ADDR": "127.0.0.1:%d" % self.http_port,
+                 "MUSTER_GRPC_ADDR": "127.0.0.1:%d" % self.grpc_port}
+            e.update(env)
+            self.api_proc = self.start_process([api], env=e, name="api")
+            try:
+                self.wait_until(lambda: self.api_proc.poll() is not None or self._healthy(), 30,
+                                "muster-api /healthz")
+            except TimeoutError:
+                self._failed = True
+                raise
+            if (chosen and self.api_proc.poll() is not None and attempt < 4
+                    and "cannot listen" in _tail(self._logs["api"], 5)):
+                self.http_port = self.grpc_port = None
+                continue
+            break
         if self.api_proc.poll() is not None:
             self._failed = True
             raise RuntimeError("muster-api exited with %s:\n%s"
