@@ -108,6 +108,16 @@ def test_make_run_twice():
         r = subprocess.run([devdb, "status", "--dir", os.path.join(state, "db")],
                            stdout=subprocess.PIPE, text=True)
         check_eq(r.stdout.strip(), "stopped")
+        if api and all(harness.binary(b) for b in ("muster-scheduler", "muster-agent")):
+            # the demo gang ran on both fake-GPU agents and completed
+            with open(os.path.join(top, "dev-cluster.log"), "rb") as f:
+                log = f.read().decode(errors="replace")
+            check("2-node gang job" in log and "is COMPLETED" in log, "demo gang completed")
+            outs = [os.path.join(d, "proc0.out") for node in ("dev-node-1", "dev-node-2")
+                    for d in [os.path.join(state, "agents", node, "runs", r)
+                              for r in os.listdir(os.path.join(state, "agents", node, "runs"))]]
+            ranks = sorted(open(o).read().split()[1] for o in outs if os.path.exists(o))
+            check("0" in ranks and "1" in ranks, "both ranks of the demo gang ran", ranks)
     except BaseException:
         try:
             with open(os.path.join(top, "dev-cluster.log"), "rb") as f:
