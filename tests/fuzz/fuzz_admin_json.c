@@ -9,10 +9,9 @@
  * codec promises (ranges, limits, names, cross-field checks) and encodes to
  * JSON that says the same.
  *
- * With -DMU_FUZZ_REPLAY_MAIN it is a plain program that runs every file of
+ * Linked with replay_main.c it is a plain program that runs every file of
  * the directories (or files) given: the CTest replay of the seed corpus.
  */
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,55 +254,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	json_decref(v);
 	return 0;
 }
-
-#ifdef MU_FUZZ_REPLAY_MAIN
-static int run_file(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (!f)
-		return -1;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)(n > 0 ? n : 1));
-	if (n < 0 || fread(buf, 1, (size_t)n, f) != (size_t)n)
-		n = 0;
-	fclose(f);
-	LLVMFuzzerTestOneInput((const uint8_t *)buf, (size_t)n);
-	free(buf);
-	return 0;
-}
-
-int main(int argc, char **argv)
-{
-	int files = 0;
-
-	for (int i = 1; i < argc; i++) {
-		DIR *d = opendir(argv[i]);
-		struct dirent *e;
-
-		if (!d) {
-			if (run_file(argv[i]) < 0) {
-				fprintf(stderr, "%s: cannot read\n", argv[i]);
-				return 1;
-			}
-			files++;
-			continue;
-		}
-		while ((e = readdir(d))) {
-			char path[4096];
-			if (e->d_name[0] == '.')
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", argv[i], e->d_name);
-			if (run_file(path) == 0)
-				files++;
-		}
-		closedir(d);
-	}
-	printf("%d inputs, no invariant broken\n", files);
-	return files > 0 ? 0 : 1;
-}
-#endif

@@ -7,8 +7,8 @@
  * well formed and whose fairshare values lie in (0, 1]; a refused input has
  * an error code and a message and wrote nothing.
  *
- * Built as a libFuzzer target only with -DMUSTER_FUZZ=ON and clang. With
- * MU_FUZZ_REPLAY_MAIN it gets a plain main that replays files and folders
+ * Built as a libFuzzer target only with -DMUSTER_FUZZ=ON and clang. Linked with
+ * replay_main.c (muster_fuzz_driver) it gets a plain main that replays files and folders
  * given as arguments, so CI runs the seed corpus without clang.
  */
 #include <stdint.h>
@@ -63,80 +63,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(out);
 	return 0;
 }
-
-#ifdef MU_FUZZ_REPLAY_MAIN
-#include <dirent.h>
-#include <sys/stat.h>
-
-static int replay_file(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t cap = 0, len = 0, got;
-
-	if (!f) {
-		perror(path);
-		return -1;
-	}
-	do {
-		if (len == cap) {
-			cap = cap ? cap * 2 : 4096;
-			buf = realloc(buf, cap);
-			if (!buf)
-				abort();
-		}
-		got = fread(buf + len, 1, cap - len, f);
-		len += got;
-	} while (got > 0);
-	fclose(f);
-	LLVMFuzzerTestOneInput((const uint8_t *)buf, len);
-	free(buf);
-	return 0;
-}
-
-static int by_name(const struct dirent **a, const struct dirent **b)
-{
-	return strcmp((*a)->d_name, (*b)->d_name);
-}
-
-int main(int argc, char **argv)
-{
-	size_t files = 0;
-
-	for (int i = 1; i < argc; i++) {
-		struct stat st;
-		struct dirent **ents;
-		int n;
-
-		if (stat(argv[i], &st) != 0) {
-			perror(argv[i]);
-			return 1;
-		}
-		if (!S_ISDIR(st.st_mode)) {
-			if (replay_file(argv[i]))
-				return 1;
-			files++;
-			continue;
-		}
-		n = scandir(argv[i], &ents, NULL, by_name);
-		if (n < 0) {
-			perror(argv[i]);
-			return 1;
-		}
-		for (int k = 0; k < n; k++) {
-			char path[4096];
-			struct stat est;
-			snprintf(path, sizeof(path), "%s/%s", argv[i], ents[k]->d_name);
-			if (stat(path, &est) == 0 && S_ISREG(est.st_mode)) {
-				if (replay_file(path))
-					return 1;
-				files++;
-			}
-			free(ents[k]);
-		}
-		free(ents);
-	}
-	printf("replayed %zu inputs\n", files);
-	return files ? 0 : 1;
-}
-#endif

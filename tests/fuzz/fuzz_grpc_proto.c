@@ -9,10 +9,9 @@
  * packed size; the codec returns 0 (then the job
  * obeys the REST ranges) or a MU_E* code with a message.
  *
- * With -DMU_FUZZ_REPLAY_MAIN it runs every file of the directories given
+ * Linked with replay_main.c it runs every file of the directories given
  * (the CTest replay of the seed corpus).
  */
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,56 +101,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	protobuf_c_message_free_unpacked(m, NULL);
 	return 0;
 }
-
-#ifdef MU_FUZZ_REPLAY_MAIN
-static int run_file(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf;
-	long n;
-
-	if (!f)
-		return -1;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	if (fread(buf, 1, (size_t)n, f) != (size_t)n)
-		n = 0;
-	fclose(f);
-	LLVMFuzzerTestOneInput(buf, (size_t)n);
-	free(buf);
-	return 0;
-}
-
-int main(int argc, char **argv)
-{
-	int files = 0;
-
-	for (int i = 1; i < argc; i++) {
-		DIR *dir = opendir(argv[i]);
-		struct dirent *e;
-
-		if (!dir) {
-			if (run_file(argv[i]) < 0) {
-				fprintf(stderr, "cannot read %s\n", argv[i]);
-				return 1;
-			}
-			files++;
-			continue;
-		}
-		while ((e = readdir(dir))) {
-			char path[4096];
-
-			if (e->d_name[0] == '.')
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", argv[i], e->d_name);
-			if (run_file(path) == 0)
-				files++;
-		}
-		closedir(dir);
-	}
-	printf("replayed %d inputs\n", files);
-	return files ? 0 : 1;
-}
-#endif

@@ -8,10 +8,9 @@
  *   - a decoded job re-encodes (codec_job_encode) to valid JSON whose
  *     command, env, labels and dependencies equal the input's.
  *
- * With -DMU_FUZZ_REPLAY_MAIN it is a plain program that runs every file of
+ * Linked with replay_main.c it is a plain program that runs every file of
  * the directories (or files) given: the CTest replay of the seed corpus.
  */
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,56 +82,3 @@ out:
 	json_decref(v);
 	return 0;
 }
-
-#ifdef MU_FUZZ_REPLAY_MAIN
-static int run_file(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (!f)
-		return -1;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	if (fread(buf, 1, (size_t)n, f) != (size_t)n)
-		n = 0;
-	fclose(f);
-	LLVMFuzzerTestOneInput((const uint8_t *)buf, (size_t)n);
-	free(buf);
-	return 0;
-}
-
-int main(int argc, char **argv)
-{
-	int files = 0;
-
-	for (int i = 1; i < argc; i++) {
-		DIR *d = opendir(argv[i]);
-		struct dirent *e;
-
-		if (!d) {
-			if (run_file(argv[i]) < 0) {
-				fprintf(stderr, "cannot read %s\n", argv[i]);
-				return 1;
-			}
-			files++;
-			continue;
-		}
-		while ((e = readdir(d))) {
-			char path[4096];
-
-			if (e->d_name[0] == '.')
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", argv[i], e->d_name);
-			if (run_file(path) == 0)
-				files++;
-		}
-		closedir(d);
-	}
-	printf("%d inputs, all invariants held\n", files);
-	return files ? 0 : 1;
-}
-#endif

@@ -3,16 +3,14 @@
  * job is consistent (processors > 0, 0 <= run time <= limit); a refused
  * input names its line; --lenient never refuses.
  *
- * Built as a libFuzzer target with -DMUSTER_FUZZ=ON and clang; with
- * MU_FUZZ_REPLAY_MAIN it gets a plain main that replays the files and folders
+ * Built as a libFuzzer target with -DMUSTER_FUZZ=ON and clang; linked with
+ * replay_main.c (muster_fuzz_driver) it gets a plain main that replays the files and folders
  * given as arguments, so CI runs the seed corpus without clang.
  */
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "trace.h"
 
@@ -38,58 +36,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	return 0;
 }
-
-#ifdef MU_FUZZ_REPLAY_MAIN
-static int replay_file(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		perror(path);
-		return 1;
-	}
-	size_t cap = 4096, n = 0, r;
-	uint8_t *buf = malloc(cap);
-	while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
-		n += r;
-		if (n == cap)
-			buf = realloc(buf, cap *= 2);
-	}
-	fclose(f);
-	if (!buf)
-		return 1;
-	LLVMFuzzerTestOneInput(buf, n);
-	free(buf);
-	return 0;
-}
-
-int main(int argc, char **argv)
-{
-	int files = 0, bad = 0;
-	for (int i = 1; i < argc; i++) {
-		struct stat st;
-		if (stat(argv[i], &st) != 0) {
-			perror(argv[i]);
-			return 1;
-		}
-		if (!S_ISDIR(st.st_mode)) {
-			bad |= replay_file(argv[i]);
-			files++;
-			continue;
-		}
-		struct dirent **list;
-		int n = scandir(argv[i], &list, NULL, alphasort);
-		for (int k = 0; k < n; k++) {
-			char p[4096];
-			if (list[k]->d_name[0] != '.') {
-				snprintf(p, sizeof(p), "%s/%s", argv[i], list[k]->d_name);
-				bad |= replay_file(p);
-				files++;
-			}
-			free(list[k]);
-		}
-		free(list);
-	}
-	printf("replayed %d input(s)\n", files);
-	return bad || files == 0;
-}
-#endif
