@@ -205,6 +205,44 @@ static char *pos_escaped(struct cli_session *s, char **argv, const struct admin_
 	return cli_http_escape(&s->http, argv[a->first + 1 + k]);
 }
 
+/*
+ * create/update/delete/show of the resource `escaped` (already URL-escaped)
+ * under `collection`: prints the resource for show or --json, else one line
+ * "Created <what> <display>" like scontrol/sacctmgr do.
+ */
+static int crud_named(struct cli_session *s, const char *action, const char *collection,
+		      const char *escaped, const char *what, const char *display, json_t *body)
+{
+	char *path = mu_asprintf("%s/%s", collection, escaped);
+	json_t *doc = NULL;
+	int ret;
+
+	if (!strcmp(action, "create"))
+		ret = request(s, "POST", collection, body, &doc);
+	else if (!strcmp(action, "update"))
+		ret = request(s, "PATCH", path, body, &doc);
+	else if (!strcmp(action, "delete"))
+		ret = request(s, "DELETE", path, NULL, &doc);
+	else
+		ret = request(s, "GET", path, NULL, &doc);
+	if (ret)
+		goto out;
+	if (!strcmp(action, "show") || s->json) {
+		if (doc)
+			print_obj(s, doc);
+	} else {
+		printf("%s %s %s\n",
+		       !strcmp(action, "create")   ? "Created"
+		       : !strcmp(action, "update") ? "Updated"
+						   : "Deleted",
+		       what, display);
+	}
+out:
+	json_decref(doc);
+	mu_free(path);
+	return ret;
+}
+
 int cmd_tenants(struct cli_global *g, int argc, char **argv)
 {
 	static const char *const hdr[] = { "NAME", "PARENT", "PATH", "SHARES", "DESCRIPTION" };
@@ -213,8 +251,8 @@ int cmd_tenants(struct cli_global *g, int argc, char **argv)
 	struct cli_session s;
 	struct mu_error err;
 	const char *action;
-	json_t *body = NULL, *doc = NULL;
-	char *name = NULL, *path = NULL;
+	json_t *body = NULL;
+	char *name = NULL;
 	int ret;
 
 	mu_error_clear(&err);
@@ -263,34 +301,12 @@ int cmd_tenants(struct cli_global *g, int argc, char **argv)
 		goto out_close;
 	}
 	name = pos_escaped(&s, argv, &a, 0);
-	path = mu_asprintf("/v1/tenants/%s", name);
-	if (!strcmp(action, "create"))
-		ret = request(&s, "POST", "/v1/tenants", body, &doc);
-	else if (!strcmp(action, "update"))
-		ret = request(&s, "PATCH", path, body, &doc);
-	else if (!strcmp(action, "delete"))
-		ret = request(&s, "DELETE", path, NULL, &doc);
-	else
-		ret = request(&s, "GET", path, NULL, &doc);
-	if (ret)
-		goto out_close;
-	if (!strcmp(action, "show") || s.json) {
-		if (doc)
-			print_obj(&s, doc);
-	} else {
-		printf("%s tenant %s\n",
-		       !strcmp(action, "create")   ? "Created"
-		       : !strcmp(action, "update") ? "Updated"
-						   : "Deleted",
-		       argv[a.first + 1]);
-	}
+	ret = crud_named(&s, action, "/v1/tenants", name, "tenant", argv[a.first + 1], body);
 out_close:
 	cli_session_close(&s);
 out:
-	json_decref(doc);
 	json_decref(body);
 	mu_free(name);
-	mu_free(path);
 	return ret;
 }
 
@@ -769,8 +785,7 @@ int cmd_classes(struct cli_global *g, int argc, char **argv)
 	struct mu_error err;
 	const char *action;
 	json_t *body = json_object();
-	json_t *doc = NULL;
-	char *name = NULL, *path = NULL;
+	char *name = NULL;
 	int ret;
 
 	mu_error_clear(&err);
@@ -885,33 +900,11 @@ int cmd_classes(struct cli_global *g, int argc, char **argv)
 		goto out_close;
 	}
 	name = pos_escaped(&s, argv, &a, 0);
-	path = mu_asprintf("/v1/priority-classes/%s", name);
-	if (!strcmp(action, "create"))
-		ret = request(&s, "POST", "/v1/priority-classes", body, &doc);
-	else if (!strcmp(action, "update"))
-		ret = request(&s, "PATCH", path, body, &doc);
-	else if (!strcmp(action, "delete"))
-		ret = request(&s, "DELETE", path, NULL, &doc);
-	else
-		ret = request(&s, "GET", path, NULL, &doc);
-	if (ret)
-		goto out_close;
-	if (!strcmp(action, "show") || s.json) {
-		if (doc)
-			print_obj(&s, doc);
-	} else {
-		printf("%s priority class %s\n",
-		       !strcmp(action, "create")   ? "Created"
-		       : !strcmp(action, "update") ? "Updated"
-						   : "Deleted",
-		       argv[a.first + 1]);
-	}
+	ret = crud_named(&s, action, "/v1/priority-classes", name, "priority class", argv[a.first + 1], body);
 out_close:
 	cli_session_close(&s);
 out:
-	json_decref(doc);
 	json_decref(body);
 	mu_free(name);
-	mu_free(path);
 	return ret;
 }
