@@ -172,7 +172,8 @@ int jv_int(const json_t *obj, const char *key, bool required, int64_t lo, int64_
 	if (json_is_real(v)) {
 		double d = json_real_value(v);
 
-		if (d != (double)(int64_t)d || d < -9.2e18 || d > 9.2e18)
+		/* range first: converting an out-of-range double is undefined */
+		if (!(d >= -9.2e18 && d <= 9.2e18) || d != (double)(int64_t)d)
 			return jv_fail(err, d < (double)lo || d > (double)hi ? MU_ERANGE : MU_ETYPE,
 				       prefix, key, "must be an integer between %lld and %lld",
 				       (long long)lo, (long long)hi);
