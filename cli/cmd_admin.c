@@ -206,6 +206,31 @@ static char *pos_escaped(struct cli_session *s, char **argv, const struct admin_
 }
 
 /*
+ * The common start of an admin command: parses its options, answers -h and
+ * picks the action (argv's first positional, else `dflt`). Returns -1 to go
+ * on, else the exit code to return at once (help shown, usage error told).
+ */
+static int admin_start(int argc, char **argv, struct cli_global *g, const char *cmd,
+		       const char *dflt, struct admin_args *a, const char **action,
+		       struct mu_error *err)
+{
+	int ret;
+
+	mu_error_clear(err);
+	ret = admin_parse(argc, argv, g, a, err);
+	if (ret == 1) {
+		cli_help(cmd);
+		return CLI_EXIT_OK;
+	}
+	if (ret < 0)
+		return cli_usage_error(cmd, err);
+	*action = a->first < argc ? argv[a->first] : dflt;
+	if (a->first >= argc)
+		a->first--; /* "muster tenants" alone = list; keep the positional count right */
+	return -1;
+}
+
+/*
  * create/update/delete/show of the resource `escaped` (already URL-escaped)
  * under `collection`: prints the resource for show or --json, else one line
  * "Created <what> <display>" like scontrol/sacctmgr do.
@@ -255,17 +280,9 @@ int cmd_tenants(struct cli_global *g, int argc, char **argv)
 	char *name = NULL;
 	int ret;
 
-	mu_error_clear(&err);
-	ret = admin_parse(argc, argv, g, &a, &err);
-	if (ret == 1) {
-		cli_help("tenants");
-		return CLI_EXIT_OK;
-	}
-	if (ret < 0)
-		return cli_usage_error("tenants", &err);
-	action = a.first < argc ? argv[a.first] : "list";
-	if (a.first >= argc)
-		a.first--; /* "muster tenants" alone = list; keep the positional count right */
+	ret = admin_start(argc, argv, g, "tenants", "list", &a, &action, &err);
+	if (ret >= 0)
+		return ret;
 	body = json_object();
 	if (!strcmp(action, "list")) {
 		ret = admin_check(&a, 0, action, argc, 0, 0, &err);
@@ -376,20 +393,9 @@ int cmd_quota(struct cli_global *g, int argc, char **argv)
 	char *tenant = NULL, *path = NULL;
 	int ret;
 
-	mu_error_clear(&err);
-	ret = admin_parse(argc, argv, g, &a, &err);
-	if (ret == 1) {
-		cli_help("quota");
-		ret = CLI_EXIT_OK;
+	ret = admin_start(argc, argv, g, "quota", "show", &a, &action, &err);
+	if (ret >= 0)
 		goto out;
-	}
-	if (ret < 0) {
-		ret = cli_usage_error("quota", &err);
-		goto out;
-	}
-	action = a.first < argc ? argv[a.first] : "show";
-	if (a.first >= argc)
-		a.first--;
 	if (!strcmp(action, "show")) {
 		ret = admin_check(&a, 0, action, argc, 0, 1, &err);
 	} else if (!strcmp(action, "clear")) {
@@ -518,20 +524,9 @@ int cmd_tokens(struct cli_global *g, int argc, char **argv)
 	json_t *doc = NULL;
 	int ret;
 
-	mu_error_clear(&err);
-	ret = admin_parse(argc, argv, g, &a, &err);
-	if (ret == 1) {
-		cli_help("tokens");
-		ret = CLI_EXIT_OK;
+	ret = admin_start(argc, argv, g, "tokens", "list", &a, &action, &err);
+	if (ret >= 0)
 		goto out;
-	}
-	if (ret < 0) {
-		ret = cli_usage_error("tokens", &err);
-		goto out;
-	}
-	action = a.first < argc ? argv[a.first] : "list";
-	if (a.first >= argc)
-		a.first--;
 	if (!strcmp(action, "list")) {
 		ret = admin_check(&a, 0, action, argc, 0, 0, &err);
 	} else if (!strcmp(action, "show")) {
@@ -712,18 +707,9 @@ int cmd_node(struct cli_global *g, int argc, char **argv)
 	char *name = NULL, *path = NULL;
 	int ret;
 
-	mu_error_clear(&err);
-	ret = admin_parse(argc, argv, g, &a, &err);
-	if (ret == 1) {
-		cli_help("node");
-		ret = CLI_EXIT_OK;
+	ret = admin_start(argc, argv, g, "node", "", &a, &action, &err);
+	if (ret >= 0)
 		goto out;
-	}
-	if (ret < 0) {
-		ret = cli_usage_error("node", &err);
-		goto out;
-	}
-	action = a.first < argc ? argv[a.first] : "";
 	if (!strcmp(action, "show") || !strcmp(action, "resume")) {
 		ret = admin_check(&a, 0, action, argc, 1, 1, &err);
 	} else if (!strcmp(action, "drain")) {
@@ -788,20 +774,9 @@ int cmd_classes(struct cli_global *g, int argc, char **argv)
 	char *name = NULL;
 	int ret;
 
-	mu_error_clear(&err);
-	ret = admin_parse(argc, argv, g, &a, &err);
-	if (ret == 1) {
-		cli_help("classes");
-		ret = CLI_EXIT_OK;
+	ret = admin_start(argc, argv, g, "classes", "list", &a, &action, &err);
+	if (ret >= 0)
 		goto out;
-	}
-	if (ret < 0) {
-		ret = cli_usage_error("classes", &err);
-		goto out;
-	}
-	action = a.first < argc ? argv[a.first] : "list";
-	if (a.first >= argc)
-		a.first--;
 	if (!strcmp(action, "list")) {
 		ret = admin_check(&a, 0, action, argc, 0, 0, &err);
 	} else if (!strcmp(action, "show") || !strcmp(action, "delete")) {
