@@ -412,25 +412,40 @@ static void show_job(const json_t *job)
 	}
 }
 
-int cmd_show(struct cli_global *g, int argc, char **argv)
+/*
+ * The common start of commands that take job ids (show, cancel): parses the
+ * options, answers -h, and checks every id before anything is sent. Returns
+ * -1 to go on with argv[*first..], else the exit code to return at once.
+ */
+static int job_ids_start(int argc, char **argv, struct cli_global *g, const char *cmd, int *first)
 {
-	struct cli_session sess;
 	struct mu_error err;
-	int ret, first;
+	int ret;
 
 	mu_error_clear(&err);
-	ret = cli_parse_plain(argc, argv, g, 1, -1, &first, &err);
+	ret = cli_parse_plain(argc, argv, g, 1, -1, first, &err);
 	if (ret == 1) {
-		cli_help("show");
+		cli_help(cmd);
 		return CLI_EXIT_OK;
 	}
 	if (ret < 0)
-		return cli_usage_error("show", &err);
-	for (int i = first; i < argc; i++) {
+		return cli_usage_error(cmd, &err);
+	for (int i = *first; i < argc; i++) {
 		int64_t id;
 		if (cli_parse_job_id(argv[i], &id, &err) < 0)
-			return cli_usage_error("show", &err);
+			return cli_usage_error(cmd, &err);
 	}
+	return -1;
+}
+
+int cmd_show(struct cli_global *g, int argc, char **argv)
+{
+	struct cli_session sess;
+	int ret, first;
+
+	ret = job_ids_start(argc, argv, g, "show", &first);
+	if (ret >= 0)
+		return ret;
 	ret = cli_session_open(&sess, g);
 	if (ret)
 		return ret;
@@ -460,20 +475,10 @@ int cmd_cancel(struct cli_global *g, int argc, char **argv)
 	struct mu_error err;
 	int ret, first;
 
-	mu_error_clear(&err);
-	ret = cli_parse_plain(argc, argv, g, 1, -1, &first, &err);
-	if (ret == 1) {
-		cli_help("cancel");
-		return CLI_EXIT_OK;
-	}
-	if (ret < 0)
-		return cli_usage_error("cancel", &err);
 	/* Every id is checked before anything is cancelled. */
-	for (int i = first; i < argc; i++) {
-		int64_t id;
-		if (cli_parse_job_id(argv[i], &id, &err) < 0)
-			return cli_usage_error("cancel", &err);
-	}
+	ret = job_ids_start(argc, argv, g, "cancel", &first);
+	if (ret >= 0)
+		return ret;
 	ret = cli_session_open(&sess, g);
 	if (ret)
 		return ret;
