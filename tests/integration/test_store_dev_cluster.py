@@ -29,8 +29,13 @@ def start(state, http, grpc, run_for):
     env = dict(os.environ, MUSTER_STATE_DIR=state, MUSTER_RUN_FOR=str(run_for),
                MUSTER_HTTP_ADDR="127.0.0.1:%d" % http, MUSTER_GRPC_ADDR="127.0.0.1:%d" % grpc)
     log = open(os.path.join(os.path.dirname(state), "dev-cluster.log"), "ab")
+    # Ctrl-C at a terminal reaches a shell whose SIGINT is not ignored. A
+    # CI runner may start us with SIGINT ignored (a background job of a
+    # non-interactive shell), and bash cannot trap a signal ignored on entry,
+    # so the script would never see the test's Ctrl-C: give it the default.
     return subprocess.Popen([SCRIPT, harness.build_dir()], env=env, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+                            stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def wait_up(p, state, api):
