@@ -57,11 +57,19 @@ static const char *dup_or_null(struct mu_arena *a, const PGresult *r, int row, i
 int store_auth_lookup(PGconn *c, struct mu_arena *a, const char *secret,
 		      struct store_principal *out, struct mu_error *err)
 {
+	/* The lookup also stamps last_used_at, at most once a minute per token,
+	 * so a busy token costs one row write a minute, not one per request
+	 * (and the API's auth cache already spares most lookups). */
 	static const char sql[] =
-		"SELECT k.id, k.role, coalesce(k.tenant_id, 0), t.name, t.path, k.user_name, k.node_name"
-		"  FROM api_tokens k LEFT JOIN tenants t ON t.id = k.tenant_id"
-		" WHERE k.secret_sha256 = $1 AND k.revoked_at IS NULL"
-		"   AND (k.expires_at IS NULL OR k.expires_at > now())";
+		"WITH k AS (SELECT k.id, k.role, coalesce(k.tenant_id, 0) AS tenant_id, t.name,"
+		"                  t.path, k.user_name, k.node_name, k.last_used_at"
+		"             FROM api_tokens k LEFT JOIN tenants t ON t.id = k.tenant_id"
+		"            WHERE k.secret_sha256 = $1 AND k.revoked_at IS NULL"
+		"              AND (k.expires_at IS NULL OR k.expires_at > now())),"
+		" u AS (UPDATE api_tokens SET last_used_at = now()"
+		"        WHERE id = (SELECT id FROM k WHERE last_used_at IS NULL"
+		"                       OR last_used_at < now() - interval '1 minute'))"
+		" SELECT id, role, tenant_id, name, path, user_name, node_name FROM k";
 	char hex[65];
 	const char *params[1] = { hex };
 	PGresult *r = NULL;

@@ -123,9 +123,12 @@ def test_scoping(c):
 def test_revoke(c):
     st, _, t = c.api("POST", "/v1/tokens", {"role": "tenant", "tenant": "cv", "name": "doomed"})
     secret = t["token"]
+    check_eq(c.api("GET", "/v1/tokens/%d" % t["id"])[2]["last_used_at"], None, "never used yet")
     # use it first so the auth cache holds it
     for _ in range(3):
         check_eq(c.api("GET", "/v1/whoami", token=secret)[0], 200)
+    used = c.api("GET", "/v1/tokens/%d" % t["id"])[2]["last_used_at"]
+    check(used is not None and used.endswith("Z"), "using a token stamps last_used_at", used)
     rd = c.make_token("reader")
     expect_problem(c, "DELETE", "/v1/tokens/%d" % t["id"], None, 403, "forbidden", token=rd)
     st, _, b = c.api("DELETE", "/v1/tokens/%d" % t["id"])
