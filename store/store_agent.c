@@ -154,7 +154,7 @@ static int run_status_tx(PGconn *db, void *arg, struct mu_error *err)
 	const char *p[7] = { run, node, s->phase, ec, sig, s->log_path ? s->log_path : "",
 			     s->message ? s->message : "" };
 	PGresult *res = NULL;
-	bool live, ended, stopping, failed, all_exited;
+	bool live, ended, stopping, member, failed, all_exited;
 	int ret;
 
 	snprintf(run, sizeof(run), "%lld", (long long)s->run_id);
@@ -162,7 +162,9 @@ static int run_status_tx(PGconn *db, void *arg, struct mu_error *err)
 	snprintf(ec, sizeof(ec), "%d", s->exit_code);
 	snprintf(sig, sizeof(sig), "%d", s->exit_signal);
 	ret = store_db_exec(db,
-			    "SELECT r.live, r.ended_at IS NOT NULL, r.state = 'STOPPING' OR r.stop_requested_at IS NOT NULL"
+			    "SELECT r.live, r.ended_at IS NOT NULL, r.state = 'STOPPING' OR r.stop_requested_at IS NOT NULL,"
+			    " EXISTS (SELECT 1 FROM run_allocations a WHERE a.run_id = r.id AND a.node_id = $2::bigint"
+			    "   AND a.live)"
 			    " FROM runs r WHERE r.id = $1::bigint"
 			    " AND EXISTS (SELECT 1 FROM run_allocations a WHERE a.run_id = r.id AND a.node_id = $2::bigint)"
 			    " FOR UPDATE OF r",
@@ -176,6 +178,7 @@ static int run_status_tx(PGconn *db, void *arg, struct mu_error *err)
 	live = store_db_get_bool(res, 0, 0);
 	ended = store_db_get_bool(res, 0, 1);
 	stopping = store_db_get_bool(res, 0, 2);
+	member = store_db_get_bool(res, 0, 3);
 	store_db_clear(res);
 	/* never downgrade a part that has exited */
 	ret = store_db_exec(db,
@@ -199,7 +202,9 @@ static int run_status_tx(PGconn *db, void *arg, struct mu_error *err)
 			    7, p, NULL, err);
 	if (ret < 0)
 		return ret;
-	if (!live || ended)
+	/* A node an elastic run was shrunk off reports the end of its part:
+	 * recorded above, and nothing more (the run goes on elsewhere). */
+	if (!live || ended || !member)
 		return 0;
 	if (!strcmp(s->phase, "RUNNING")) {
 		ret = store_db_exec(db,
@@ -212,9 +217,10 @@ static int run_status_tx(PGconn *db, void *arg, struct mu_error *err)
 	}
 	failed = !strcmp(s->phase, "FAILED_TO_START") || s->exit_code != 0 || s->exit_signal != 0;
 	ret = store_db_exec(db,
-			    "SELECT (SELECT count(*) FROM run_node_status WHERE run_id = $1::bigint"
-			    "        AND phase IN ('EXITED', 'FAILED_TO_START'))"
-			    "    >= (SELECT count(DISTINCT node_id) FROM run_allocations WHERE run_id = $1::bigint)",
+			    "SELECT (SELECT count(*) FROM run_node_status s WHERE s.run_id = $1::bigint"
+			    "        AND s.phase IN ('EXITED', 'FAILED_TO_START') AND EXISTS (SELECT 1"
+			    "        FROM run_allocations a WHERE a.run_id = s.run_id AND a.node_id = s.node_id AND a.live))"
+			    "    >= (SELECT count(DISTINCT node_id) FROM run_allocations WHERE run_id = $1::bigint AND live)",
 			    1, p, &res, err);
 	if (ret < 0)
 		return ret;
@@ -296,16 +302,18 @@ int store_agent_desired(PGconn *c, struct mu_arena *a, const int64_t *node_ids, 
 		" j.env::text, j.workdir, j.procs_per_node, min(a.node_rank),"
 		" coalesce(array_agg(a.gpu_index ORDER BY a.gpu_index) FILTER (WHERE a.gpu_index >= 0), '{}')::text,"
 		" r.master_addr, r.master_port, r.time_limit,"
-		" r.state = 'STOPPING' OR r.stop_requested_at IS NOT NULL, r.stop_reason, r.grace_period,"
+		" r.state = 'STOPPING' OR r.stop_requested_at IS NOT NULL OR NOT bool_or(a.live),"
+		" CASE WHEN bool_or(a.live) THEN r.stop_reason ELSE 'shrink' END, r.grace_period,"
 		" r.gpus_per_node,"
 		" (SELECT coalesce(json_agg(json_build_object('rank', x.rk, 'name', nd.name, 'address', nd.address,"
 		"     'gpus', x.g) ORDER BY x.rk), '[]')"
 		"    FROM (SELECT node_id, min(node_rank) AS rk, count(*) FILTER (WHERE gpu_index >= 0) AS g"
-		"          FROM run_allocations WHERE run_id = r.id GROUP BY node_id) x"
+		"          FROM run_allocations WHERE run_id = r.id AND live GROUP BY node_id) x"
 		"    JOIN nodes nd ON nd.id = x.node_id)::text"
 		" FROM run_allocations a JOIN runs r ON r.id = a.run_id JOIN jobs j ON j.id = r.job_id"
 		" JOIN tenants t ON t.id = j.tenant_id"
-		" WHERE a.live AND r.live AND r.ended_at IS NULL AND a.node_id = ANY($1::bigint[])"
+		" WHERE (a.live OR r.shrunk_at IS NOT NULL) AND r.live AND r.ended_at IS NULL"
+		"   AND a.node_id = ANY($1::bigint[])"
 		"   AND NOT EXISTS (SELECT 1 FROM run_node_status s WHERE s.run_id = r.id AND s.node_id = a.node_id"
 		"                   AND s.phase <> 'RUNNING')"
 		" GROUP BY a.node_id, r.id, j.id, t.name ORDER BY a.node_id, r.id";

@@ -68,6 +68,8 @@ int store_agent_heartbeat_timeout(PGconn *c);
  * nodes must drop it; NOTIFY muster_agents for them); all parts exited 0 ->
  * COMPLETED; a stopping run gets ended_at once every part exited. NOTIFY
  * muster_sched 'run:<id>'. A run not allocated to the node is ignored (0).
+ * A node an elastic run was shrunk off (its allocation there no longer live)
+ * only records its status and event: the run goes on on the kept nodes.
  */
 struct store_agent_status {
 	int64_t node_id;
@@ -100,7 +102,9 @@ struct store_desired_run {
 	bool stop;
 	const char *stop_reason;
 	int32_t grace_period;      /* seconds */
-	const char *gang_json;     /* [{"rank","name","address","gpus"}] in rank order */
+	const char *gang_json;     /* [{"rank","name","address","gpus"}] in rank order:
+	                              the live members (an elastic run that shrank
+	                              lists the kept nodes, with their ranks at launch) */
 };
 struct store_desired_node {
 	int64_t node_id;
@@ -111,7 +115,9 @@ struct store_desired_node {
 /*
  * The desired runs of the nodes `node_ids`: live runs with a live
  * allocation there, not ended, whose part on that node has not exited
- * (ordered by node, run); and each node's drain state.
+ * (ordered by node, run); and each node's drain state. A node an elastic
+ * run was shrunk off keeps the run with stop = true, stop_reason "shrink",
+ * until it reports its part exited (TERM, grace, KILL as for any stop).
  */
 int store_agent_desired(PGconn *c, struct mu_arena *a, const int64_t *node_ids, size_t n,
 			struct store_desired_run **runs, size_t *nruns,

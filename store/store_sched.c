@@ -354,10 +354,14 @@ int store_sched_mark_down(PGconn *c, int heartbeat_timeout, int *n, struct mu_er
 	if (ret)
 		return ret;
 	/* Every live run touching a DOWN node stops everywhere (the gang is
-	 * useless without that member). Also catches nodes an admin marked down. */
+	 * useless without that member). Also catches nodes an admin marked down.
+	 * Elastic runs are left to the policy core in this same cycle: it
+	 * shrinks them when enough nodes remain, else stops them as here. */
 	return exec_count(c,
 			  STOP_RUNS_SQL("id IN (SELECT a.run_id FROM run_allocations a JOIN nodes x"
-					" ON x.id = a.node_id WHERE a.live AND NOT x.up)",
+					" ON x.id = a.node_id WHERE a.live AND NOT x.up)"
+					" AND NOT EXISTS (SELECT 1 FROM jobs ej WHERE ej.id = runs.job_id"
+					" AND ej.min_nodes < runs.nodes)",
 					"node_fail"),
 			  0, NULL, n, err);
 }
@@ -422,7 +426,8 @@ int store_sched_finish_runs(PGconn *c, int half_life, int *n, struct mu_error *e
 		"     ELSE 'FAILED' END"
 		"   WHERE r.live AND r.ended_at IS NOT NULL"
 		"   RETURNING r.id, r.job_id, r.state, r.nodes * r.gpus_per_node AS gpus,"
-		"     coalesce(r.started_at, r.created_at) AS t0, r.ended_at, r.exit_code),"
+		"     coalesce(r.started_at, r.created_at) AS t0, r.ended_at, r.exit_code,"
+		"     r.shrunk_gpu_seconds AS shrunk),"
 		" a AS (UPDATE run_allocations SET live = false WHERE live AND run_id IN (SELECT id FROM e)"
 		"   RETURNING node_id),"
 		" nt AS (SELECT pg_notify('muster_agents', x.name) FROM nodes x"
@@ -430,7 +435,7 @@ int store_sched_finish_runs(PGconn *c, int half_life, int *n, struct mu_error *e
 		" u AS (INSERT INTO usage_records (run_id, job_id, tenant_id, user_name, gpus, started_at,"
 		"     ended_at, gpu_seconds)"
 		"   SELECT e.id, e.job_id, j.tenant_id, j.user_name, e.gpus, e.t0, greatest(e.ended_at, e.t0),"
-		"     round(e.gpus * greatest(0, extract(epoch FROM e.ended_at - e.t0)))::bigint"
+		"     round(e.gpus * greatest(0, extract(epoch FROM e.ended_at - e.t0)))::bigint + e.shrunk"
 		"   FROM e JOIN jobs j ON j.id = e.job_id"
 		"   RETURNING tenant_id, user_name, gpu_seconds),"
 		" d AS (INSERT INTO usage_decayed AS ud (tenant_id, user_name, value, updated_at)"

@@ -122,13 +122,17 @@ int store_sched_settings_load(PGconn *c, struct store_sched_settings *out, struc
  * count of rows it changed to *n, writes events and NOTIFYs muster_agents
  * for nodes whose desired runs changed.
  *   mark_down:   up nodes with last_heartbeat older than heartbeat_timeout
- *                -> up=false (node.down); their live runs -> STOPPING node_fail
+ *                -> up=false (node.down); their live runs -> STOPPING node_fail,
+ *                except elastic runs (jobs.min_nodes < runs.nodes): the policy
+ *                core decides those in the same cycle (shrink when the kept
+ *                nodes still reach min_nodes, else stop as node_fail)
  *   sync_running: jobs STARTING whose live run is RUNNING -> RUNNING
  *   timeouts:    runs past started_at (or created_at) + time_limit -> STOPPING timeout
  *   expire_stops: STOPPING runs past stop_requested_at + grace_period + margin_s
  *                -> ended_at = now() (the scheduler ends them itself)
  *   finish_runs: live runs with ended_at -> final state, allocations freed,
- *                usage_records + usage_decayed, job ended or requeued
+ *                usage_records + usage_decayed (GPU-seconds: runs.nodes x
+ *                gpus_per_node x duration + shrunk_gpu_seconds), job ended or requeued
  *                (node_fail: while retries < max_retries, retries+1;
  *                 preempt: always), events.
  */
@@ -161,6 +165,7 @@ struct store_sched_run {
 	char *user;
 	int priority_class_id;
 	int nodes, gpus_per_node, time_limit;
+	int min_nodes; /* the job's min_nodes when elastic (< its nodes), else 0 */
 	int64_t start; /* started_at, else created_at: unix s */
 	bool stopping;
 	size_t alloc_first, alloc_count; /* slice of snap->allocs (sorted by run, rank) */
@@ -245,6 +250,13 @@ struct store_sched_pending {
 	int64_t planned_start;        /* unix s, 0 = none */
 };
 
+/* An elastic run that keeps running on part of its allocation. */
+struct store_sched_shrink {
+	int64_t run_id;
+	int nkeep;
+	const int64_t *keep_node_ids; /* borrowed: the nodes it keeps (any order) */
+};
+
 struct store_sched_decisions {
 	const struct store_sched_start *starts; size_t nstarts;
 	const struct store_sched_pending *pending; size_t npending; /* only changed ones */
@@ -252,6 +264,7 @@ struct store_sched_decisions {
 	const int64_t *fail_runs; size_t nfail_runs;  /* -> STOPPING, stop_reason node_fail */
 	const struct store_sched_pending *fail_jobs; size_t nfail_jobs; /* PENDING -> FAILED
 	                                               (e.g. DependencyNeverSatisfied) */
+	const struct store_sched_shrink *shrinks; size_t nshrinks; /* elastic runs shrunk in place */
 };
 
 /*
@@ -262,6 +275,14 @@ struct store_sched_decisions {
  * FAILED, events, NOTIFY muster_agents per node.
  * A job no longer PENDING (cancelled meanwhile) is skipped. *started gets
  * the number of runs created.
+ * Shrinks: the run's allocation rows on nodes it does not keep turn
+ * live = false (their GPUs are free in this very transaction), runs.nodes
+ * becomes the kept count, runs.shrunk_gpu_seconds gains what the lost GPUs
+ * used since the run started (finish_runs adds it to the usage record), one
+ * event run.shrunk {from, to, lost: [node names], epoch}, NOTIFY
+ * muster_agents for every node of the run (the lost ones stop their part,
+ * the kept ones rewrite the hostfile). A run no longer live and running, or
+ * one that would keep no node, is left alone.
  */
 int store_sched_apply(PGconn *c, int64_t epoch, const struct store_sched_decisions *d, int *started,
 		      struct mu_error *err) __attribute__((warn_unused_result));

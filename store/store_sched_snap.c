@@ -91,7 +91,7 @@ static const char *const snap_sql[8] = {
 	    "SELECT r.id, r.job_id, j.tenant_id, j.user_name, j.priority_class_id, r.nodes,"
 	    " r.gpus_per_node, r.time_limit,"
 	    " extract(epoch FROM coalesce(r.started_at, r.created_at))::bigint,"
-	    " r.state = 'STOPPING'"
+	    " r.state = 'STOPPING', coalesce(j.min_nodes, 0)"
 	    " FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.live ORDER BY r.id",
 	    "SELECT id, tenant_id, user_name, gpu_model, topology_required,"
 	    " topology_preferred, dependencies::text, pending_reason, pending_message,"
@@ -243,6 +243,9 @@ static int load_runs(PGconn *c, struct batch *b, struct store_sched_snap *s, str
 		x->time_limit = geti(r, row, 7);
 		x->start = getl(r, row, 8);
 		x->stopping = store_db_get_bool(r, row, 9);
+		x->min_nodes = geti(r, row, 10);
+		if (x->min_nodes >= x->nodes)
+			x->min_nodes = 0; /* not elastic (any more): it cannot lose a node */
 		/* Both lists are sorted by run id: merge. */
 		while (k < s->nallocs && s->allocs[k].run_id < x->id)
 			k++;
@@ -628,6 +631,73 @@ static int apply_stops(PGconn *c, const int64_t *runs, size_t n, const char *rea
 	return ret;
 }
 
+static int apply_shrinks(PGconn *c, int64_t epoch, const struct store_sched_decisions *d,
+			 struct mu_error *err)
+{
+	struct sbuf runs = { 0 }, keep = { 0 }, nodes = { 0 };
+	char ep[32];
+	const char *p[4];
+	int ret;
+
+	snprintf(ep, sizeof(ep), "%" PRId64, epoch);
+	sb_open(&runs);
+	sb_open(&keep);
+	sb_open(&nodes);
+	for (size_t i = 0; i < d->nshrinks; i++) {
+		if (d->shrinks[i].nkeep <= 0)
+			continue; /* keeping nothing is a stop, never a shrink */
+		sb_int(&runs, d->shrinks[i].run_id);
+		for (int k = 0; k < d->shrinks[i].nkeep; k++) {
+			sb_int(&keep, d->shrinks[i].run_id);
+			sb_int(&nodes, d->shrinks[i].keep_node_ids[k]);
+		}
+	}
+	sb_close(&runs);
+	sb_close(&keep);
+	sb_close(&nodes);
+	p[0] = runs.p;
+	p[1] = keep.p;
+	p[2] = nodes.p;
+	p[3] = ep;
+	/* One statement: the runs still live and running are row-locked first;
+	 * every other CTE reads that set. The lost part's GPU-seconds are what
+	 * the lost GPUs used from the run's start to now, as finish_runs
+	 * would have charged them. */
+	ret = store_db_exec(
+		c,
+		"WITH k AS (SELECT * FROM unnest($2::bigint[], $3::bigint[]) AS k(run_id, node_id)),"
+		" r AS (SELECT id, job_id, nodes FROM runs WHERE id = ANY($1::bigint[]) AND live"
+		"   AND state IN ('STARTING', 'RUNNING') AND ended_at IS NULL"
+		"   AND EXISTS (SELECT 1 FROM run_allocations a JOIN k ON k.run_id = a.run_id"
+		"     AND k.node_id = a.node_id WHERE a.run_id = runs.id AND a.live)"
+		"   FOR UPDATE),"
+		" l AS (UPDATE run_allocations a SET live = false FROM r WHERE a.run_id = r.id AND a.live"
+		"   AND NOT EXISTS (SELECT 1 FROM k WHERE k.run_id = a.run_id AND k.node_id = a.node_id)"
+		"   RETURNING a.run_id, a.node_id, a.gpu_index),"
+		" lr AS (SELECT run_id, count(DISTINCT node_id)::int AS nlost,"
+		"   count(*) FILTER (WHERE gpu_index >= 0) AS glost,"
+		"   (SELECT jsonb_agg(n.name ORDER BY n.name) FROM nodes n WHERE n.id IN"
+		"     (SELECT x.node_id FROM l x WHERE x.run_id = l.run_id)) AS names"
+		"   FROM l GROUP BY run_id),"
+		" u AS (UPDATE runs SET nodes = runs.nodes - lr.nlost, shrunk_at = now(),"
+		"   shrunk_gpu_seconds = runs.shrunk_gpu_seconds + round(lr.glost * greatest(0,"
+		"     extract(epoch FROM now() - coalesce(runs.started_at, runs.created_at))))::bigint"
+		"   FROM lr WHERE runs.id = lr.run_id"
+		"   RETURNING runs.id, runs.job_id, runs.nodes + lr.nlost AS old_nodes, runs.nodes AS new_nodes,"
+		"     lr.names),"
+		" ev AS (INSERT INTO events (kind, tenant_id, job_id, run_id, reason, data)"
+		"   SELECT 'run.shrunk', j.tenant_id, u.job_id, u.id, 'node_fail',"
+		"   jsonb_build_object('from', u.old_nodes, 'to', u.new_nodes, 'lost', u.names,"
+		"     'epoch', $4::bigint) FROM u JOIN jobs j ON j.id = u.job_id)"
+		" SELECT pg_notify('muster_agents', n.name) FROM nodes n WHERE n.id IN"
+		"   (SELECT a.node_id FROM run_allocations a WHERE a.run_id IN (SELECT id FROM u))",
+		4, p, NULL, err);
+	mu_free(runs.p);
+	mu_free(keep.p);
+	mu_free(nodes.p);
+	return ret;
+}
+
 static int apply_fail_jobs(PGconn *c, const struct store_sched_decisions *d, struct mu_error *err)
 {
 	struct sbuf ids = { 0 }, reason = { 0 }, msg = { 0 };
@@ -672,6 +742,8 @@ int store_sched_apply(PGconn *c, int64_t epoch, const struct store_sched_decisio
 		ret = apply_stops(c, d->preempt_runs, d->npreempt, "preempt", err);
 	if (!ret && d->nfail_runs)
 		ret = apply_stops(c, d->fail_runs, d->nfail_runs, "node_fail", err);
+	if (!ret && d->nshrinks)
+		ret = apply_shrinks(c, epoch, d, err);
 	if (!ret && d->nfail_jobs)
 		ret = apply_fail_jobs(c, d, err);
 	if (!ret && d->nstarts)

@@ -95,13 +95,14 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 	if (ret)
 		goto out;
 	enum mu_log_level lv = started || ended || down || timeouts || expired || out.db.npreempt ||
-					       out.db.nfail_jobs || st->cycle_ms > 250
+					       out.db.nfail_jobs || out.db.nshrinks || st->cycle_ms > 250
 				       ? MU_LOG_INFO
 				       : MU_LOG_DEBUG;
-	mu_log(lv, "epoch=%" PRId64 " cycle: started=%d ended=%d preempted=%zu timeouts=%d"
-			" stop_expired=%d nodes_down=%d failed=%zu pending=%d running=%d"
+	mu_log(lv, "epoch=%" PRId64 " cycle: started=%d ended=%d preempted=%zu node_fail=%zu shrunk=%zu"
+			" timeouts=%d stop_expired=%d nodes_down=%d failed=%zu pending=%d running=%d"
 			" reasons=%zu load_ms=%.1f core_ms=%.1f write_ms=%.1f total_ms=%.1f",
-			epoch, started, ended, out.db.npreempt, timeouts, expired, down, out.db.nfail_jobs,
+			epoch, started, ended, out.db.npreempt, out.db.nfail_runs, out.db.nshrinks, timeouts,
+			expired, down, out.db.nfail_jobs,
 			st->pending, st->running, out.db.npending, st->load_ms, t3 - t2, st->commit_ms, st->cycle_ms);
 	goto out;
 out_rollback:

@@ -365,6 +365,7 @@ int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_sna
 			r->stopping = dr->stopping;
 			r->start = dr->start;
 			r->time_limit = dr->time_limit;
+			r->min_nodes = dr->min_nodes;
 			for (size_t k = dr->alloc_first; k < dr->alloc_first + dr->alloc_count; k++) {
 				const struct store_sched_alloc *a = &db->allocs[k];
 				int node = lookup(p->nodes, db->nnodes, a->node_id);
@@ -525,12 +526,26 @@ void scheduler_decisions_from_core(const struct scheduler_snap *s, const struct 
 		else
 			o->preempt[npre++] = d->preemptions[i].run_id;
 	}
-	/* Shrinking elastic runs in place is not supported by the launch path
-	 * yet: such a run is stopped and requeued like any node failure. */
+	/* Elastic runs that keep >= min_nodes shrink in place: the kept nodes
+	 * by id. One that would keep nothing is stopped like any node failure. */
+	size_t nkeep = 0, nsh = 0;
 	for (size_t i = 0; i < d->nshrinks; i++)
-		o->fail_runs[nfr++] = d->shrinks[i].run_id;
+		nkeep += d->shrinks[i].nalloc;
+	o->shrinks = mu_calloc(d->nshrinks + 1, sizeof(*o->shrinks));
+	o->keep_ids = mu_calloc(nkeep + 1, sizeof(*o->keep_ids));
+	nkeep = 0;
+	for (size_t i = 0; i < d->nshrinks; i++) {
+		const struct sched_shrink *sh = &d->shrinks[i];
+		if (!sh->nalloc) {
+			o->fail_runs[nfr++] = sh->run_id;
+			continue;
+		}
+		o->shrinks[nsh++] = (struct store_sched_shrink){ sh->run_id, (int)sh->nalloc, &o->keep_ids[nkeep] };
+		for (size_t k = 0; k < sh->nalloc; k++)
+			o->keep_ids[nkeep++] = db->nodes[sh->alloc[k].node].id;
+	}
 	o->db = (struct store_sched_decisions){ o->starts, ns, o->pending, np, o->preempt, npre,
-						o->fail_runs, nfr, o->fails, d->nfails };
+						o->fail_runs, nfr, o->fails, d->nfails, o->shrinks, nsh };
 }
 
 void scheduler_decisions_release(struct scheduler_decisions *o)
@@ -540,6 +555,8 @@ void scheduler_decisions_release(struct scheduler_decisions *o)
 	mu_free(o->fails);
 	mu_free(o->preempt);
 	mu_free(o->fail_runs);
+	mu_free(o->shrinks);
+	mu_free(o->keep_ids);
 	mu_free(o->node_ids);
 	mu_free(o->gpus);
 	memset(o, 0, sizeof(*o));

@@ -65,6 +65,8 @@ struct scheduler_decisions {
 	struct store_sched_start *starts;
 	struct store_sched_pending *pending, *fails;
 	int64_t *preempt, *fail_runs;
+	struct store_sched_shrink *shrinks;
+	int64_t *keep_ids; /* the shrinks' kept node ids */
 	int64_t *node_ids;
 	int *gpus;
 	size_t dropped; /* starts the core granted short (a core bug): not written */

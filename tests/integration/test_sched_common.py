@@ -96,16 +96,16 @@ def add_nodes(c, prefix, n, gpus=8, model="h100", heartbeat=False, topology=None
 
 
 def submit(c, count=1, nodes=1, gpus=1, model="h100", time_limit=3600, retries=0,
-           klass="normal", tenant="root", user="alice"):
+           klass="normal", tenant="root", user="alice", min_nodes=None):
     """Inserts `count` jobs and NOTIFYs the scheduler; returns their ids."""
     rows = sql(c, 
         "WITH j AS (INSERT INTO jobs (tenant_id, user_name, priority_class_id, nodes,"
-        " gpus_per_node, gpu_model, time_limit, max_retries, command)"
+        " gpus_per_node, gpu_model, time_limit, max_retries, command, min_nodes)"
         " SELECT (SELECT id FROM tenants WHERE name = $1), $2,"
         " (SELECT id FROM priority_classes WHERE name = $3), $4::int, $5::int, $6, $7::int,"
-        " $8::int, '[\"true\"]' FROM generate_series(1, $9::int) RETURNING id)"
+        " $8::int, '[\"true\"]', $10::int FROM generate_series(1, $9::int) RETURNING id)"
         " SELECT id FROM j ORDER BY id",
-        tenant, user, klass, nodes, gpus, model, time_limit, retries, count)
+        tenant, user, klass, nodes, gpus, model, time_limit, retries, count, min_nodes)
     q(c, "NOTIFY muster_sched, 'submit:%s'" % rows[-1][0])
     return [int(r[0]) for r in rows]
 
@@ -220,17 +220,24 @@ def check_invariants(c):
     check_eq(val(c, "SELECT count(*) FROM (SELECT node_id, gpu_index FROM run_allocations"
                          " WHERE live AND gpu_index >= 0 GROUP BY 1, 2 HAVING count(*) > 1) x"), "0",
              "GPUs allocated twice")
+    # An allocation is live only with its run; a live run drops rows only
+    # when it shrank (elastic, a node lost), and keeps at least one node.
     check_eq(val(c, "SELECT count(*) FROM run_allocations a JOIN runs r ON r.id = a.run_id"
-                         " WHERE a.live <> r.live"), "0", "allocation liveness differs from its run's")
+                         " WHERE (a.live AND NOT r.live) OR (r.live AND NOT a.live AND r.shrunk_at IS NULL)"),
+             "0", "allocation liveness differs from its run's")
     check_eq(val(c, "SELECT count(*) FROM jobs j WHERE j.state IN ('STARTING', 'RUNNING')"
                          " AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.job_id = j.id AND r.live)"),
              "0", "active jobs without a live run")
     check_eq(val(c, "SELECT count(*) FROM jobs j WHERE j.state NOT IN ('STARTING', 'RUNNING')"
                          " AND EXISTS (SELECT 1 FROM runs r WHERE r.job_id = j.id AND r.live)"),
              "0", "inactive jobs with a live run")
-    check_eq(val(c, "SELECT count(*) FROM runs r WHERE (SELECT count(*) FROM run_allocations a"
-                         " WHERE a.run_id = r.id) <> r.nodes * greatest(r.gpus_per_node, 1)"),
+    check_eq(val(c, "SELECT count(*) FROM runs r WHERE r.shrunk_at IS NULL AND (SELECT count(*)"
+                         " FROM run_allocations a WHERE a.run_id = r.id) <> r.nodes * greatest(r.gpus_per_node, 1)"),
              "0", "runs whose allocation is incomplete")
+    check_eq(val(c, "SELECT count(*) FROM runs r WHERE r.shrunk_at IS NOT NULL AND r.live AND"
+                         " (SELECT count(*) FROM run_allocations a WHERE a.run_id = r.id AND a.live)"
+                         " <> r.nodes * greatest(r.gpus_per_node, 1)"),
+             "0", "shrunk runs whose kept allocation differs from runs.nodes")
     check_eq(val(c, "SELECT count(*) FROM runs r WHERE NOT EXISTS (SELECT 1 FROM events e"
                          " WHERE e.run_id = r.id AND e.kind = 'job.starting')"),
              "0", "runs without their job.starting event")

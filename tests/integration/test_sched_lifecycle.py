@@ -107,6 +107,108 @@ def test_heartbeat_timeout_requeue_then_fail(c):
               " UPDATE nodes SET last_heartbeat = NULL WHERE name LIKE 'hb-%'")
 
 
+def _beat_until(c, names, cond, timeout, what):
+    """Heartbeats `names` every 0.2 s until cond() holds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = cond()
+        if got:
+            return got
+        check(time.monotonic() < deadline, what)
+        q(c, "UPDATE nodes SET last_heartbeat = now() WHERE name IN (%s)" % ",".join("'%s'" % n for n in names))
+        time.sleep(0.2)
+
+
+def _ranks(c, run):
+    return dict(sql(c, "SELECT n.name, min(a.node_rank)::text FROM run_allocations a JOIN nodes n"
+                       " ON n.id = a.node_id WHERE a.run_id = $1 AND a.live GROUP BY n.name", run))
+
+
+def test_elastic_shrinks_on_heartbeat_loss(c):
+    """An elastic gang (3 nodes, min_nodes 2) loses a node to a heartbeat
+    timeout: the same run goes on on the other two with their ranks, the
+    lost node's GPUs are free at once (another job gets them when the node
+    is back), run.shrunk says from/to/lost, and the run's GPU-seconds are
+    the kept part to the end plus the lost part to the shrink. Losing two
+    of three (1 < min_nodes) stops and requeues as for a rigid gang."""
+    setup(c)
+    sql(c, "UPDATE settings SET value = '2' WHERE key = 'heartbeat_timeout'")
+    names = add_nodes(c, "el", 4, gpus=2, model="el", heartbeat=True)
+    try:
+        (j,) = submit(c, nodes=3, min_nodes=2, gpus=2, model="el", klass="quick", retries=1)
+        run, _, _ = wait_live_run(c, j)
+        agent_running(c, run, started_ago=20)
+        wait_state(c, j, "RUNNING", 5)
+        ranks = _ranks(c, run)
+        check_eq(sorted(ranks.values()), ["0", "1", "2"], "three ranks", ranks)
+        dead = [n for n, r in ranks.items() if r == "1"][0]
+        spare = [n for n in names if n not in ranks][0]
+        alive = [n for n in names if n != dead]
+        t0 = time.monotonic()
+        _beat_until(c, alive, lambda: val(c, "SELECT count(*) FROM events WHERE run_id = $1"
+                                             " AND kind = 'run.shrunk'", run) == "1",
+                    15, "no run.shrunk after %s stopped heartbeating" % dead)
+        print("elastic: %s lost, run %s shrunk %.2fs after its last heartbeat" % (dead, run,
+                                                                                  time.monotonic() - t0))
+        check_eq(val(c, "SELECT up FROM nodes WHERE name = $1", dead), "f", "lost node DOWN")
+        check_eq(live_run(c, j), (run, "RUNNING", ""), "the same run goes on, not stopped")
+        check_eq(job(c, j)["state"], "RUNNING")
+        check_eq(val(c, "SELECT nodes FROM runs WHERE id = $1", run), "2", "runs.nodes = kept count")
+        kept = _ranks(c, run)
+        check_eq(kept, {n: r for n, r in ranks.items() if n != dead}, "survivors keep their ranks")
+        check_eq(val(c, "SELECT count(*) FROM run_allocations a JOIN nodes n ON n.id = a.node_id"
+                        " WHERE n.name = $1 AND a.live", dead), "0", "lost node's GPUs freed")
+        ev = sql(c, "SELECT data->>'from', data->>'to', data->'lost'->>0, jsonb_array_length(data->'lost'),"
+                    " reason FROM events WHERE run_id = $1 AND kind = 'run.shrunk'", run)[0]
+        check_eq(ev, ("3", "2", dead, "1", "node_fail"), "run.shrunk event")
+        check_eq(val(c, "SELECT count(*) FROM runs WHERE job_id = $1", j), "1", "no second run")
+        # The lost part is charged from the start to the shrink: 2 GPUs x >= 20 s.
+        lost_s = sql(c, "SELECT shrunk_gpu_seconds, round(2 * extract(epoch FROM shrunk_at - started_at))::bigint"
+                        " FROM runs WHERE id = $1", run)[0]
+        check_eq(lost_s[0], lost_s[1], "shrunk_gpu_seconds = lost GPUs x (shrink - start)")
+        check(int(lost_s[0]) >= 40, "lost part charged", lost_s)
+        check_invariants(c)
+
+        # The node comes back: its freed GPUs take a new 2-node job with the spare node.
+        alive = names
+        q(c, "UPDATE nodes SET up = true, last_heartbeat = now() WHERE name = '%s';"
+             " NOTIFY muster_sched, 'node:x'" % dead)
+        (j2,) = submit(c, nodes=2, gpus=2, model="el", klass="quick")
+        run2 = _beat_until(c, alive, lambda: live_run(c, j2), 10, "the 2-node job starts")[0]
+        check_eq(sorted(_ranks(c, run2)), sorted([dead, spare]), "it runs on the freed GPUs")
+        agent_end(c, run2, 0)
+        _beat_until(c, alive, lambda: job(c, j2)["state"] == "COMPLETED", 10, "job %s completes" % j2)
+
+        # The shrunk run completes normally: usage = kept part + lost part.
+        agent_end(c, run, 0)
+        _beat_until(c, alive, lambda: job(c, j)["state"] == "COMPLETED", 10, "job %s completes" % j)
+        got = sql(c, "SELECT u.gpu_seconds, u.gpus, round(4 * extract(epoch FROM r.ended_at - r.started_at))::bigint"
+                     " + r.shrunk_gpu_seconds, r.state FROM usage_records u JOIN runs r ON r.id = u.run_id"
+                     " WHERE u.run_id = $1", run)[0]
+        check_eq(got[0], got[2], "usage = 4 GPUs to the end + the lost part", got)
+        check_eq((got[1], got[3]), ("4", "COMPLETED"), "kept GPUs; run state")
+        check(int(got[0]) >= 6 * 20, "at least 6 GPUs x 20 s", got)
+
+        # Two of three lost at once: 1 < min_nodes -> stop and requeue.
+        (j3,) = submit(c, nodes=3, min_nodes=2, gpus=2, model="el", klass="quick", retries=1)
+        run3 = _beat_until(c, alive, lambda: live_run(c, j3), 10, "job %s starts" % j3)[0]
+        agent_running(c, run3)
+        ranks3 = _ranks(c, run3)
+        gone = [n for n, r in ranks3.items() if r != "0"]
+        alive = [n for n in names if n not in gone]
+        _beat_until(c, alive, lambda: live_run(c, j3) and live_run(c, j3)[1] == "STOPPING", 15,
+                    "no stop after %s stopped heartbeating" % gone)
+        check_eq(live_run(c, j3), (run3, "STOPPING", "node_fail"), "below min_nodes: stopped")
+        check_eq(val(c, "SELECT count(*) FROM events WHERE run_id = $1 AND kind = 'run.shrunk'", run3), "0")
+        agent_end(c, run3, exit_code=143)
+        _beat_until(c, alive, lambda: job(c, j3)["retries"] == 1, 10, "job %s requeued" % j3)
+        check_eq(val(c, "SELECT state FROM runs WHERE id = $1", run3), "NODE_FAIL")
+        check_invariants(c)
+    finally:
+        sql(c, "UPDATE settings SET value = '30' WHERE key = 'heartbeat_timeout';"
+              " UPDATE nodes SET last_heartbeat = NULL WHERE name LIKE 'el-%'")
+
+
 def test_drain(c):
     setup(c)
     a, b = add_nodes(c, "dr", 2, gpus=8, model="dr")
@@ -199,7 +301,8 @@ def test_usage_equals_runs(c):
     # And over every run that ended anywhere in this file: the same sum.
     check_eq(val(c, "SELECT sum(gpu_seconds) FROM usage_records"),
              val(c, "SELECT sum(round(nodes * gpus_per_node * extract(epoch FROM ended_at -"
-                         " coalesce(started_at, created_at))))::bigint FROM runs WHERE NOT live"),
+                         " coalesce(started_at, created_at)))::bigint + shrunk_gpu_seconds)"
+                         " FROM runs WHERE NOT live"),
              "usage_records vs runs")
     check_eq(val(c, "SELECT count(*) FROM runs WHERE NOT live AND id NOT IN"
                          " (SELECT run_id FROM usage_records)"), "0", "every ended run accounted")
