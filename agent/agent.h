@@ -113,6 +113,11 @@ void ag_env_free(char **env);
 /* Writes the gang hostfile ("<address or name> slots=<gpus>" per node, rank
  * order) to `path` atomically. */
 int ag_write_hostfile(const struct ag_spec *s, const char *path);
+/* The same for a running run whose gang changed (an elastic run shrank):
+ * rewrites `path` only when its content differs; *changed says whether it
+ * did. The processes keep their environment (NNODES, WORLD_SIZE, ... as at
+ * launch); an elastic launcher re-reads the hostfile or re-rendezvouses. */
+int ag_update_hostfile(const struct ag_spec *s, const char *path, bool *changed);
 
 /* One run on this node: its process group and what became of it. */
 enum ag_run_state { AG_RUN_LIVE, AG_RUN_STOPPING, AG_RUN_DONE };

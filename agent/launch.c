@@ -220,7 +220,8 @@ out:
 	return rc;
 }
 
-int ag_write_hostfile(const struct ag_spec *s, const char *path)
+/* The hostfile's text (new: mu_free), its length in *len. */
+static char *hostfile_text(const struct ag_spec *s, size_t *len)
 {
 	size_t cap = 64, n = 0;
 	for (int i = 0; i < s->nnodes; i++)
@@ -232,7 +233,38 @@ int ag_write_hostfile(const struct ag_spec *s, const char *path)
 		n += (size_t)snprintf(text + n, cap - n, "%s slots=%d\n",
 				      g->address && *g->address ? g->address : g->name, g->gpus);
 	}
+	*len = n;
+	return text;
+}
+
+int ag_write_hostfile(const struct ag_spec *s, const char *path)
+{
+	size_t n;
+	char *text = hostfile_text(s, &n);
 	int rc = write_atomic(path, text, n);
+	mu_free(text);
+	return rc;
+}
+
+int ag_update_hostfile(const struct ag_spec *s, const char *path, bool *changed)
+{
+	size_t n;
+	char *text = hostfile_text(s, &n);
+	char *old = mu_malloc(n + 1); /* one more byte: a longer file differs */
+	size_t got = 0;
+	int rc = 0;
+
+	*changed = false;
+	FILE *f = fopen(path, "r");
+	if (f) {
+		got = fread(old, 1, n + 1, f);
+		fclose(f);
+	}
+	if (!f || got != n || memcmp(old, text, n) != 0) {
+		rc = write_atomic(path, text, n);
+		*changed = rc == 0;
+	}
+	mu_free(old);
 	mu_free(text);
 	return rc;
 }

@@ -147,6 +147,25 @@ static void spec_from(struct ag_spec *s, const Muster__V1__DesiredRun *d)
 	s->grace_period_s = d->grace_period_s;
 }
 
+/* Rewrites a live run's hostfile when its gang changed (elastic shrink). */
+static void sync_gang(struct ag_run *r, const Muster__V1__DesiredRun *d)
+{
+	struct ag_gang_node *g = mu_calloc(d->n_nodes + 1, sizeof(*g));
+	struct ag_spec s = { .run_id = d->run_id, .nodes = g, .nnodes = (int)d->n_nodes };
+	char path[4200];
+	bool changed = false;
+
+	for (size_t i = 0; i < d->n_nodes; i++)
+		g[i] = (struct ag_gang_node){ d->nodes[i]->name, d->nodes[i]->address, d->nodes[i]->gpus };
+	snprintf(path, sizeof(path), "%s/hostfile", r->dir);
+	if (ag_update_hostfile(&s, path, &changed) != 0)
+		mu_warn("run=%" PRId64 " cannot rewrite %s", r->run_id, path);
+	else if (changed)
+		mu_info("run=%" PRId64 " gang now %zu node(s), this node rank %d: hostfile rewritten,"
+			" processes kept (pgid=%d)", r->run_id, d->n_nodes, d->node_rank, (int)r->pgid);
+	mu_free(g);
+}
+
 static void on_desired(struct agent *a, const Muster__V1__DesiredState *ds)
 {
 	int nw = (int)ds->n_runs;
@@ -212,6 +231,16 @@ static void on_desired(struct agent *a, const Muster__V1__DesiredState *ds)
 			}
 			break;
 		}
+	}
+	/* An elastic run that shrank lists fewer nodes: same run, same
+	 * processes; only the hostfile follows the new membership. */
+	for (int i = 0; i < nw; i++) {
+		const Muster__V1__DesiredRun *d = ds->runs[i];
+		if (d->stop || !d->n_nodes)
+			continue;
+		for (int k = 0; k < a->nruns; k++)
+			if (a->runs[k].run_id == d->run_id && a->runs[k].state == AG_RUN_LIVE)
+				sync_gang(&a->runs[k], d);
 	}
 	/* forget finished runs the server stopped listing long ago */
 	double now = ag_now();

@@ -170,6 +170,35 @@ static void hostfile_format(void **state)
 	ag_spec_free(&s);
 }
 
+/* An elastic run that shrank: the hostfile is rewritten only when the
+ * membership differs, and then lists the kept nodes alone. */
+static void hostfile_update_on_shrink(void **state)
+{
+	(void)state;
+	struct ag_spec s;
+	char path[300];
+	bool changed = true;
+	make_spec(&s, 1, strv("true", NULL, NULL), 1);
+	snprintf(path, sizeof(path), "%s/hf-shrink", tmpdir);
+	assert_int_equal(ag_write_hostfile(&s, path), 0);
+	assert_int_equal(ag_update_hostfile(&s, path, &changed), 0);
+	assert_false(changed);
+	/* node 0 lost: only the second remains */
+	struct ag_gang_node first = s.nodes[0];
+	s.nodes[0] = s.nodes[1];
+	s.nnodes = 1;
+	assert_int_equal(ag_update_hostfile(&s, path, &changed), 0);
+	assert_true(changed);
+	char *text = slurp(path);
+	assert_string_equal(text, "10.0.0.2 slots=4\n");
+	mu_free(text);
+	assert_int_equal(ag_update_hostfile(&s, path, &changed), 0);
+	assert_false(changed);
+	s.nodes[0] = first; /* each node freed once */
+	s.nnodes = 2;
+	ag_spec_free(&s);
+}
+
 static void wait_done(struct ag_run *r, double timeout)
 {
 	double end = ag_now() + timeout;
@@ -487,6 +516,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(launch_env_contract), cmocka_unit_test(hostfile_format),
+		cmocka_unit_test(hostfile_update_on_shrink),
 		cmocka_unit_test(real_children_env_and_exit), cmocka_unit_test(stop_term_grace_kill),
 		cmocka_unit_test(reconcile_decisions), cmocka_unit_test(fault_lines),
 		cmocka_unit_test(state_file_restart),
