@@ -551,6 +551,22 @@ int codec_token_new_decode(const json_t *body, struct codec_token_new *out, stru
 	return 0;
 }
 
+int codec_token_new_authorize(struct codec_token_new *in, bool caller_admin,
+			      const char *caller_tenant, struct mu_error *err)
+{
+	if (caller_admin)
+		return 0;
+	/* A tenant-less (global) token would escape the caller's subtree. */
+	if (strcmp(in->role, "tenant") != 0 && strcmp(in->role, "reader") != 0)
+		return mu_error_set(err, MU_EFORBIDDEN, "role",
+				    "a tenant token may create only tenant and reader tokens");
+	if (!in->tenant)
+		in->tenant = caller_tenant;
+	if (!in->tenant)
+		return mu_error_set(err, MU_EFORBIDDEN, "tenant", "this token is not bound to a tenant");
+	return 0;
+}
+
 json_t *codec_token_encode(const struct store_token *t, const char *secret)
 {
 	json_t *o = json_pack("{s:I, s:s, s:s, s:o, s:s, s:o, s:s, s:o, s:o, s:o}", "id",

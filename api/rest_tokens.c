@@ -92,6 +92,9 @@ int rest_tokens_create(struct rest_req *rq)
 	if ((ret = no_query(rq)) < 0 || (ret = rest_body_json(rq, &body)) < 0)
 		return ret;
 	ret = codec_token_new_decode(body, &in, &rq->err);
+	if (ret == 0)
+		ret = codec_token_new_authorize(&in, rq->who.role == REST_ROLE_ADMIN, rq->who.tenant,
+						&rq->err);
 	if (ret == 0) {
 		op->in.name = adup(rq, in.name);
 		op->in.role = adup(rq, in.role);
@@ -103,18 +106,6 @@ int rest_tokens_create(struct rest_req *rq)
 	json_decref(body);
 	if (ret < 0)
 		return ret;
-	if (rq->who.role != REST_ROLE_ADMIN) {
-		/* A tenant token mints tokens of its own kind or weaker, in its
-		 * subtree only: a tenant-less (global) token would escape it. */
-		if (strcmp(op->in.role, "tenant") != 0 && strcmp(op->in.role, "reader") != 0)
-			return mu_error_set(&rq->err, MU_EFORBIDDEN, "role",
-					    "a tenant token may create only tenant and reader tokens");
-		if (!op->tenant)
-			op->tenant = rq->who.tenant;
-		if (!op->tenant)
-			return mu_error_set(&rq->err, MU_EFORBIDDEN, "tenant",
-					    "this token is not bound to a tenant");
-	}
 	return rest_defer(rq, create_db, NULL, op);
 }
 
