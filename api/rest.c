@@ -596,6 +596,15 @@ void rest_auth_cache_flush(void)
 		auth_entry_clear(&auth_cache[i]);
 }
 
+/* Flush requests from other threads (gRPC), honoured by the next lookup. */
+static atomic_uint auth_flush_asked;
+static unsigned auth_flush_done;
+
+void rest_auth_cache_flush_soon(void)
+{
+	atomic_fetch_add(&auth_flush_asked, 1);
+}
+
 static size_t auth_slot(const char *sha)
 {
 	size_t h = 0;
@@ -682,6 +691,10 @@ static int authenticate(struct ctx *c)
 	if (!*h || strlen(h) > 256)
 		return mu_error_set(&rq->err, MU_EUNAUTH, "", "invalid token");
 	c->secret = h;
+	if (atomic_load(&auth_flush_asked) != auth_flush_done) {
+		auth_flush_done = atomic_load(&auth_flush_asked);
+		rest_auth_cache_flush();
+	}
 	store_auth_hash(h, c->token_sha);
 	e = &auth_cache[auth_slot(c->token_sha)];
 	if (!strcmp(e->sha, c->token_sha) && e->expires > now_s()) {

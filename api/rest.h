@@ -165,6 +165,8 @@ bool rest_tenant_visible(const struct rest_req *rq, const char *tenant_path);
 
 /* Forgets cached token lookups (call after revoking or changing a token). */
 void rest_auth_cache_flush(void);
+/* The same from any thread (gRPC writes): done before the next REST lookup. */
+void rest_auth_cache_flush_soon(void);
 
 /* Handler prototypes, generated from the route table. */
 #define REST_ROUTE(method, pattern, handler, roles, summary) int handler(struct rest_req *rq);
