@@ -1,10 +1,11 @@
 /*
  * grpc_admin.c - muster.v1.AdminService (tenants, quotas, priority classes,
- * nodes, drain/resume) and grpc.health.v1.Health.
+ * tokens, nodes, drain/resume) and grpc.health.v1.Health.
  *
  * Writes go through the REST admin codecs (the request becomes the JSON
- * body REST takes), so names, ranges and errors are the REST ones; reads
- * and writes call the same store functions with the same scope rules.
+ * body REST takes: grpc_codec.c), so names, ranges and errors are the REST
+ * ones; reads and writes call the same store functions with the same scope
+ * rules, and the roles in the table below are the routes.def ones.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -13,12 +14,16 @@
 
 #include "codec_admin.h"
 #include "grpc/health/v1/health.pb-c.h"
+#include "grpc_codec.h"
 #include "grpc_internal.h"
 #include "muster/v1/admin.pb-c.h"
+#include "rest.h"
+#include "store_auth.h"
 #include "store_node.h"
 #include "store_pclass.h"
 #include "store_quota.h"
 #include "store_tenant.h"
+#include "store_token_admin.h"
 
 static void *A(struct gcall *c, size_t n)
 {
@@ -41,6 +46,24 @@ static int name_arg(struct gcall *c, const char *name)
 	return 0;
 }
 
+/* A tenant or class name that cannot exist answers NOT_FOUND without asking
+ * the database (the REST check_name). */
+static int valid_name_arg(struct gcall *c, const char *name, const char *what)
+{
+	if (!name || !codec_admin_valid_name(name))
+		return mu_error_set(&c->err, MU_ENOTFOUND, "", "no such %s", what);
+	return 0;
+}
+
+static int empty_reply(struct gcall *c)
+{
+	Muster__V1__Empty *resp = A(c, sizeof(*resp));
+
+	muster__v1__empty__init(resp);
+	c->resp = &resp->base;
+	return 0;
+}
+
 /* ---- tenants ------------------------------------------------------------- */
 
 static Muster__V1__Tenant *tenant_proto(struct gcall *c, const struct store_tenant *t)
@@ -54,6 +77,7 @@ static Muster__V1__Tenant *tenant_proto(struct gcall *c, const struct store_tena
 	p->shares = t->shares;
 	p->description = gstr(c, t->description);
 	p->created_at = gstr(c, t->created_at);
+	p->updated_at = gstr(c, t->updated_at);
 	return p;
 }
 
@@ -123,10 +147,37 @@ out:
 	return ret;
 }
 
+/* PATCH /v1/tenants/{name}: the masked fields through the REST codec. */
+static int tenants_update(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__UpdateTenantRequest *r = (const void *)c->req;
+	struct store_tenant_patch patch;
+	struct store_tenant t;
+	json_t *body;
+	int ret;
+
+	if (!r->tenant)
+		return mu_error_set(&c->err, MU_EMISSING, "tenant", "is required");
+	if ((ret = valid_name_arg(c, r->tenant->name, "tenant")) < 0)
+		return ret;
+	if (!(body = grpc_codec_tenant_patch_json(r->tenant, r->update_mask, r->n_update_mask, &c->err)))
+		return c->err.code;
+	ret = codec_tenant_patch_decode(body, &patch, &c->err);
+	if (ret == 0)
+		ret = store_tenant_update(db, &c->arena, r->tenant->name, &patch, &t, &c->err);
+	json_decref(body);
+	if (ret < 0)
+		return ret;
+	/* cached REST principals hold tenant paths, which a move changes */
+	if (patch.set & STORE_TENANT_SET_PARENT)
+		rest_auth_cache_flush_soon();
+	c->resp = &tenant_proto(c, &t)->base;
+	return 0;
+}
+
 static int tenants_delete(PGconn *db, struct gcall *c)
 {
 	const Muster__V1__DeleteTenantRequest *r = (const void *)c->req;
-	Muster__V1__Empty *resp = A(c, sizeof(*resp));
 	int ret;
 
 	if ((ret = name_arg(c, r->name)) < 0)
@@ -134,9 +185,8 @@ static int tenants_delete(PGconn *db, struct gcall *c)
 	ret = store_tenant_delete(db, r->name, &c->err);
 	if (ret < 0)
 		return ret;
-	muster__v1__empty__init(resp);
-	c->resp = &resp->base;
-	return 0;
+	rest_auth_cache_flush_soon(); /* the tenant's tokens went with it */
+	return empty_reply(c);
 }
 
 /* ---- quotas, classes --------------------------------------------------- */
@@ -178,7 +228,29 @@ static Muster__V1__Quota *quota_proto(struct gcall *c, const struct store_quota 
 	p->max_running_jobs = q->max_running_jobs;
 	p->max_pending_jobs = q->max_pending_jobs;
 	p->max_time_limit_s = q->max_time_limit;
+	p->updated_at = gstr(c, q->updated_at);
 	return p;
+}
+
+/* GET /v1/tenants/{name}/quota: scoped like the tenant. */
+static int quotas_get(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__GetTenantQuotasRequest *r = (const void *)c->req;
+	Muster__V1__GetTenantQuotasResponse *resp = A(c, sizeof(*resp));
+	struct store_quota_page page = { 0 };
+	int ret;
+
+	if ((ret = valid_name_arg(c, r->tenant, "tenant")) < 0)
+		return ret;
+	ret = store_quota_get(db, &c->arena, gcall_scope(c), r->tenant, &page, &c->err);
+	if (ret < 0)
+		return ret;
+	muster__v1__get_tenant_quotas_response__init(resp);
+	resp->quotas = A(c, page.n * sizeof(*resp->quotas));
+	for (size_t i = 0; i < page.n; i++)
+		resp->quotas[resp->n_quotas++] = quota_proto(c, &page.items[i]);
+	c->resp = &resp->base;
+	return 0;
 }
 
 static json_t *limit_json(int64_t v)
@@ -224,7 +296,6 @@ out:
 static int quota_delete(PGconn *db, struct gcall *c)
 {
 	const Muster__V1__DeleteQuotaRequest *r = (const void *)c->req;
-	Muster__V1__Empty *resp = A(c, sizeof(*resp));
 	int ret;
 
 	if ((ret = name_arg(c, r->tenant)) < 0)
@@ -232,9 +303,25 @@ static int quota_delete(PGconn *db, struct gcall *c)
 	ret = store_quota_delete(db, r->tenant, r->gpu_model ? r->gpu_model : "", &c->err);
 	if (ret < 0)
 		return ret;
-	muster__v1__empty__init(resp);
-	c->resp = &resp->base;
-	return 0;
+	return empty_reply(c);
+}
+
+static Muster__V1__PriorityClass *pclass_proto(struct gcall *c, const struct store_pclass *q)
+{
+	Muster__V1__PriorityClass *p = A(c, sizeof(*p));
+
+	muster__v1__priority_class__init(p);
+	p->name = gstr(c, q->name);
+	p->priority = q->priority;
+	p->preemptible = q->preemptible;
+	p->default_time_limit_s = q->default_time_limit;
+	p->max_time_limit_s = q->max_time_limit < 0 ? 0 : q->max_time_limit;
+	p->grace_period_s = q->grace_period;
+	p->is_default = q->is_default;
+	p->description = gstr(c, q->description);
+	p->created_at = gstr(c, q->created_at);
+	p->updated_at = gstr(c, q->updated_at);
+	return p;
 }
 
 static int pclasses_list(PGconn *db, struct gcall *c)
@@ -252,24 +339,214 @@ static int pclasses_list(PGconn *db, struct gcall *c)
 		return ret;
 	muster__v1__list_priority_classes_response__init(resp);
 	resp->classes = A(c, page.n * sizeof(*resp->classes));
-	for (size_t i = 0; i < page.n; i++) {
-		const struct store_pclass *q = &page.items[i];
-		Muster__V1__PriorityClass *p = A(c, sizeof(*p));
-
-		muster__v1__priority_class__init(p);
-		p->name = gstr(c, q->name);
-		p->priority = q->priority;
-		p->preemptible = q->preemptible;
-		p->default_time_limit_s = q->default_time_limit;
-		p->max_time_limit_s = q->max_time_limit < 0 ? 0 : q->max_time_limit;
-		p->grace_period_s = q->grace_period;
-		p->is_default = q->is_default;
-		p->description = gstr(c, q->description);
-		resp->classes[resp->n_classes++] = p;
-	}
+	for (size_t i = 0; i < page.n; i++)
+		resp->classes[resp->n_classes++] = pclass_proto(c, &page.items[i]);
 	resp->next_page_token = gstr(c, page.next_cursor);
 	c->resp = &resp->base;
 	return 0;
+}
+
+static int pclasses_get(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__GetPriorityClassRequest *r = (const void *)c->req;
+	struct store_pclass out;
+	int ret;
+
+	if ((ret = valid_name_arg(c, r->name, "priority class")) < 0)
+		return ret;
+	ret = store_pclass_get(db, &c->arena, r->name, &out, &c->err);
+	if (ret < 0)
+		return ret;
+	c->resp = &pclass_proto(c, &out)->base;
+	return 0;
+}
+
+/* POST /v1/priority-classes through the REST codec (grpc_codec_pclass_json). */
+static int pclasses_create(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__CreatePriorityClassRequest *r = (const void *)c->req;
+	struct store_pclass in, out;
+	json_t *body;
+	int ret;
+
+	if (!r->priority_class)
+		return mu_error_set(&c->err, MU_EMISSING, "priority_class", "is required");
+	if (!(body = grpc_codec_pclass_json(r->priority_class, true, NULL, 0, &c->err)))
+		return c->err.code;
+	ret = codec_pclass_new_decode(body, &in, &c->err);
+	if (ret == 0)
+		ret = store_pclass_create(db, &c->arena, &in, &out, &c->err);
+	json_decref(body);
+	if (ret < 0)
+		return ret;
+	c->resp = &pclass_proto(c, &out)->base;
+	return 0;
+}
+
+static int pclasses_update(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__UpdatePriorityClassRequest *r = (const void *)c->req;
+	struct store_pclass in, out;
+	unsigned set;
+	json_t *body;
+	int ret;
+
+	if (!r->priority_class)
+		return mu_error_set(&c->err, MU_EMISSING, "priority_class", "is required");
+	if ((ret = valid_name_arg(c, r->priority_class->name, "priority class")) < 0)
+		return ret;
+	if (!(body = grpc_codec_pclass_json(r->priority_class, false, r->update_mask,
+					    r->n_update_mask, &c->err)))
+		return c->err.code;
+	ret = codec_pclass_patch_decode(body, &set, &in, &c->err);
+	if (ret == 0)
+		ret = store_pclass_update(db, &c->arena, r->priority_class->name, set, &in, &out, &c->err);
+	json_decref(body);
+	if (ret < 0)
+		return ret;
+	c->resp = &pclass_proto(c, &out)->base;
+	return 0;
+}
+
+static int pclasses_delete(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__DeletePriorityClassRequest *r = (const void *)c->req;
+	int ret;
+
+	if ((ret = valid_name_arg(c, r->name, "priority class")) < 0)
+		return ret;
+	ret = store_pclass_delete(db, r->name, &c->err);
+	if (ret < 0)
+		return ret;
+	return empty_reply(c);
+}
+
+/* ---- tokens -------------------------------------------------------------- */
+
+static Muster__V1__Token *token_proto(struct gcall *c, const struct store_token *t)
+{
+	Muster__V1__Token *p = A(c, sizeof(*p));
+
+	muster__v1__token__init(p);
+	p->id = t->id;
+	p->name = gstr(c, t->name);
+	p->role = gstr(c, t->role);
+	p->tenant = gstr(c, t->tenant);
+	p->user = gstr(c, t->user);
+	p->node = gstr(c, t->node);
+	p->prefix = gstr(c, t->prefix);
+	p->created_at = gstr(c, t->created_at);
+	p->expires_at = gstr(c, t->expires_at);
+	p->last_used_at = gstr(c, t->last_used_at);
+	return p;
+}
+
+/* POST /v1/tokens: the REST codec and caller rule, then the same store call. */
+static int tokens_create(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__CreateTokenRequest *r = (const void *)c->req;
+	struct codec_token_new in;
+	struct store_token_new sin;
+	struct store_token_created made;
+	struct store_token t;
+	Muster__V1__Token *p;
+	json_t *body;
+	int ret;
+
+	if (!(body = grpc_codec_token_json(r, &c->err)))
+		return c->err.code;
+	ret = codec_token_new_decode(body, &in, &c->err);
+	if (ret == 0)
+		ret = codec_token_new_authorize(&in, c->role == GR_ADMIN, c->who.tenant, &c->err);
+	if (ret == 0) {
+		memset(&sin, 0, sizeof(sin));
+		sin.name = in.name;
+		sin.role = in.role;
+		sin.user = in.user;
+		sin.node = in.node;
+		sin.expires_at = in.expires_at;
+		ret = store_token_admin_create(db, &c->arena, gcall_scope(c), in.tenant, &sin, &made,
+					       &c->err);
+	}
+	if (ret == 0) {
+		memset(&t, 0, sizeof(t));
+		t.id = made.id;
+		t.name = in.name;
+		t.role = in.role;
+		t.tenant = in.tenant;
+		t.user = in.user;
+		t.node = in.node;
+		t.prefix = made.prefix;
+		t.created_at = made.created_at;
+		t.expires_at = made.expires_at;
+		p = token_proto(c, &t); /* copies out of `body` */
+		p->secret = gstr(c, made.secret);
+		c->resp = &p->base;
+	}
+	memset(made.secret, 0, sizeof(made.secret));
+	json_decref(body);
+	return ret;
+}
+
+static int tokens_list(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__ListTokensRequest *r = (const void *)c->req;
+	Muster__V1__ListTokensResponse *resp = A(c, sizeof(*resp));
+	struct store_token_page page = { 0 };
+	const char *cursor = NULL;
+	int limit = 100, ret;
+
+	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0)
+		return ret;
+	ret = store_token_admin_list(db, &c->arena, gcall_scope(c), cursor, limit, &page, &c->err);
+	if (ret < 0)
+		return ret;
+	muster__v1__list_tokens_response__init(resp);
+	resp->tokens = A(c, page.n * sizeof(*resp->tokens));
+	for (size_t i = 0; i < page.n; i++)
+		resp->tokens[resp->n_tokens++] = token_proto(c, &page.items[i]);
+	resp->next_page_token = gstr(c, page.next_cursor);
+	c->resp = &resp->base;
+	return 0;
+}
+
+/* Token ids are positive; anything else cannot exist (NOT_FOUND, as REST). */
+static int token_id_arg(struct gcall *c, int64_t id)
+{
+	if (id <= 0)
+		return mu_error_set(&c->err, MU_ENOTFOUND, "", "no such token");
+	return 0;
+}
+
+static int tokens_get(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__GetTokenRequest *r = (const void *)c->req;
+	struct store_token t;
+	int ret;
+
+	if ((ret = token_id_arg(c, r->id)) < 0)
+		return ret;
+	ret = store_token_admin_get(db, &c->arena, gcall_scope(c), r->id, &t, &c->err);
+	if (ret < 0)
+		return ret;
+	c->resp = &token_proto(c, &t)->base;
+	return 0;
+}
+
+/* DELETE /v1/tokens/{id}: the token fails at once here, over gRPC (no
+ * cache) and REST (its cache is flushed before the next lookup). */
+static int tokens_revoke(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__RevokeTokenRequest *r = (const void *)c->req;
+	int ret;
+
+	if ((ret = token_id_arg(c, r->id)) < 0)
+		return ret;
+	ret = store_token_admin_revoke(db, gcall_scope(c), r->id, &c->err);
+	if (ret < 0)
+		return ret;
+	rest_auth_cache_flush_soon();
+	return empty_reply(c);
 }
 
 /* ---- nodes -------------------------------------------------------------- */
@@ -400,15 +677,26 @@ static int nodes_resume(PGconn *db, struct gcall *c)
 #define ADMIN(m, roles, req, fn) \
 	{ "/muster.v1.AdminService/" m, GK_UNARY, roles, &muster__v1__##req##__descriptor, fn, NULL, 0 }
 
+/* Roles: the REST route's (api/routes.def). */
 const struct gmethod grpc_admin_methods[] = {
 	ADMIN("ListTenants", GR_READERS, list_tenants_request, tenants_list),
 	ADMIN("GetTenant", GR_READERS, get_tenant_request, tenants_get),
 	ADMIN("CreateTenant", GR_ADMIN, create_tenant_request, tenants_create),
+	ADMIN("UpdateTenant", GR_ADMIN, update_tenant_request, tenants_update),
 	ADMIN("DeleteTenant", GR_ADMIN, delete_tenant_request, tenants_delete),
 	ADMIN("ListQuotas", GR_READERS, list_quotas_request, quotas_list),
+	ADMIN("GetTenantQuotas", GR_READERS, get_tenant_quotas_request, quotas_get),
 	ADMIN("SetQuota", GR_ADMIN, set_quota_request, quota_set),
 	ADMIN("DeleteQuota", GR_ADMIN, delete_quota_request, quota_delete),
 	ADMIN("ListPriorityClasses", GR_READERS, list_priority_classes_request, pclasses_list),
+	ADMIN("GetPriorityClass", GR_READERS, get_priority_class_request, pclasses_get),
+	ADMIN("CreatePriorityClass", GR_ADMIN, create_priority_class_request, pclasses_create),
+	ADMIN("UpdatePriorityClass", GR_ADMIN, update_priority_class_request, pclasses_update),
+	ADMIN("DeletePriorityClass", GR_ADMIN, delete_priority_class_request, pclasses_delete),
+	ADMIN("CreateToken", GR_WRITERS, create_token_request, tokens_create),
+	ADMIN("ListTokens", GR_READERS, list_tokens_request, tokens_list),
+	ADMIN("GetToken", GR_READERS, get_token_request, tokens_get),
+	ADMIN("RevokeToken", GR_WRITERS, revoke_token_request, tokens_revoke),
 	ADMIN("ListNodes", GR_READERS, list_nodes_request, nodes_list),
 	ADMIN("GetNode", GR_READERS | GR_AGENT, get_node_request, nodes_get),
 	ADMIN("DrainNode", GR_ADMIN, drain_node_request, nodes_drain),

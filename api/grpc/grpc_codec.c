@@ -123,3 +123,132 @@ json_t *grpc_codec_spec_json(const Muster__V1__JobSpec *s, struct mu_error *err)
 	return o;
 }
 
+/* ---- admin ---------------------------------------------------------------- */
+
+/* The index of `path` in `names` (NULL-terminated), or an error naming it. */
+static int mask_path(const char *path, const char *const *names, const char *method,
+		     struct mu_error *err)
+{
+	for (size_t i = 0; names[i]; i++)
+		if (path && !strcmp(path, names[i]))
+			return (int)i;
+	if (!path || !grpc_codec_utf8_ok(path))
+		return mu_error_set(err, MU_EINVAL, "update_mask", "a path is not valid UTF-8");
+	return mu_error_set(err, MU_EINVAL, "update_mask", "\"%.64s\" is not a field %s can change",
+			    path, method);
+}
+
+json_t *grpc_codec_tenant_patch_json(const Muster__V1__Tenant *t, char *const *mask, size_t n_mask,
+				     struct mu_error *err)
+{
+	static const char *const names[] = { "shares", "description", "parent", NULL };
+	json_t *o = json_object();
+	int ret = 0;
+
+	for (size_t i = 0; i < n_mask && ret == 0; i++) {
+		int k = mask_path(mask[i], names, "UpdateTenant", err);
+
+		switch (k) {
+		case 0:
+			json_object_set_new(o, "shares", json_integer(t->shares));
+			break;
+		case 1:
+			ret = jstr(o, "description", t->description ? t->description : "", NULL, err);
+			break;
+		case 2:
+			ret = jstr(o, "parent", t->parent ? t->parent : "", NULL, err);
+			break;
+		default:
+			ret = k;
+		}
+	}
+	if (ret < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+json_t *grpc_codec_pclass_json(const Muster__V1__PriorityClass *p, bool create, char *const *mask,
+			       size_t n_mask, struct mu_error *err)
+{
+	static const char *const names[] = { "priority",       "preemptible", "default_time_limit_s",
+					     "max_time_limit_s", "grace_period_s", "is_default",
+					     "description",    NULL };
+	json_t *o = json_object();
+	int ret = 0;
+
+	if (create) {
+		if (p->name && p->name[0])
+			ret = jstr(o, "name", p->name, NULL, err);
+		json_object_set_new(o, "priority", json_integer(p->priority));
+		json_object_set_new(o, "preemptible", json_boolean(p->preemptible));
+		if (p->default_time_limit_s)
+			json_object_set_new(o, "default_time_limit", json_integer(p->default_time_limit_s));
+		if (p->max_time_limit_s)
+			json_object_set_new(o, "max_time_limit", json_integer(p->max_time_limit_s));
+		json_object_set_new(o, "grace_period", json_integer(p->grace_period_s));
+		json_object_set_new(o, "is_default", json_boolean(p->is_default));
+		if (ret == 0)
+			ret = jstr(o, "description", p->description ? p->description : "", NULL, err);
+	}
+	for (size_t i = 0; !create && i < n_mask && ret == 0; i++) {
+		int k = mask_path(mask[i], names, "UpdatePriorityClass", err);
+
+		switch (k) {
+		case 0:
+			json_object_set_new(o, "priority", json_integer(p->priority));
+			break;
+		case 1:
+			json_object_set_new(o, "preemptible", json_boolean(p->preemptible));
+			break;
+		case 2:
+			json_object_set_new(o, "default_time_limit", json_integer(p->default_time_limit_s));
+			break;
+		case 3:
+			json_object_set_new(o, "max_time_limit", p->max_time_limit_s
+					    ? json_integer(p->max_time_limit_s) : json_null());
+			break;
+		case 4:
+			json_object_set_new(o, "grace_period", json_integer(p->grace_period_s));
+			break;
+		case 5:
+			json_object_set_new(o, "is_default", json_boolean(p->is_default));
+			break;
+		case 6:
+			ret = jstr(o, "description", p->description ? p->description : "", NULL, err);
+			break;
+		default:
+			ret = k;
+		}
+	}
+	if (ret < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+json_t *grpc_codec_token_json(const Muster__V1__CreateTokenRequest *r, struct mu_error *err)
+{
+	json_t *o = json_object();
+	int ret = 0;
+
+#define STR(k, v)                                          \
+	do {                                               \
+		if (ret == 0 && (v) && (v)[0])             \
+			ret = jstr(o, k, v, NULL, err);    \
+	} while (0)
+	STR("name", r->name);
+	STR("role", r->role);
+	STR("tenant", r->tenant);
+	STR("user", r->user);
+	STR("node", r->node);
+	STR("expires_at", r->expires_at);
+#undef STR
+	if (ret < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 
 #include "error.h"
+#include "muster/v1/admin.pb-c.h"
 #include "muster/v1/jobs.pb-c.h"
 
 /* Every protobuf-c map entry has this layout. */
@@ -29,5 +30,25 @@ bool grpc_codec_utf8_ok(const char *s);
  * UTF-8.
  */
 json_t *grpc_codec_spec_json(const Muster__V1__JobSpec *s, struct mu_error *err);
+
+/*
+ * The admin bodies REST takes, for the admin codecs (api/codec_admin.c) to
+ * validate. New, or NULL with err filled: MU_EUTF8 naming the field, or
+ * MU_EINVAL "update_mask" for a path that is not a field the method can
+ * change. `mask` holds proto field names; only those fields are sent.
+ */
+/* PATCH /v1/tenants/{name}: "shares", "description", "parent". */
+json_t *grpc_codec_tenant_patch_json(const Muster__V1__Tenant *t, char *const *mask, size_t n_mask,
+				     struct mu_error *err);
+/*
+ * POST /v1/priority-classes (`create`: every field as given, but
+ * default_time_limit_s and max_time_limit_s 0 are absent = the REST
+ * defaults; the mask is not used) or PATCH /v1/priority-classes/{name}
+ * (the masked fields only; max_time_limit_s 0 = null = no maximum).
+ */
+json_t *grpc_codec_pclass_json(const Muster__V1__PriorityClass *p, bool create, char *const *mask,
+			       size_t n_mask, struct mu_error *err);
+/* POST /v1/tokens: "" fields are absent. */
+json_t *grpc_codec_token_json(const Muster__V1__CreateTokenRequest *r, struct mu_error *err);
 
 #endif
