@@ -2,12 +2,15 @@
  * fuzz_grpc_proto.c - libFuzzer driver for what muster-api's gRPC server does
  * with untrusted bytes before any database work: protobuf-c unpacking of
  * every request type, and for SubmitJobRequest the JobSpec -> REST JSON ->
- * codec_job_decode path (api/grpc/grpc_codec.c + api/codec_job.c).
+ * codec_job_decode path (api/grpc/grpc_codec.c + api/codec_job.c); for the
+ * admin writes (UpdateTenant, Create/UpdatePriorityClass, CreateToken) the
+ * message (+ update_mask) -> REST JSON -> codec_admin decoder path.
  *
  * Input: first byte picks the message type, the rest is its wire bytes.
  * Invariants: unpack either fails or gives a message that packs to its
  * packed size; the codec returns 0 (then the job
- * obeys the REST ranges) or a MU_E* code with a message.
+ * obeys the REST ranges) or a MU_E* code with a message; an update changes
+ * only fields its mask names.
  *
  * Linked with replay_main.c it runs every file of the directories given
  * (the CTest replay of the seed corpus).
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec_admin.h"
 #include "codec_job.h"
 #include "grpc/health/v1/health.pb-c.h"
 #include "grpc_codec.h"
@@ -36,6 +40,14 @@ static const ProtobufCMessageDescriptor *const types[] = {
 	&muster__v1__submit_job_request__descriptor, &muster__v1__agent_message__descriptor,
 	&muster__v1__list_jobs_request__descriptor,  &muster__v1__watch_jobs_request__descriptor,
 	&muster__v1__set_quota_request__descriptor,  &grpc__health__v1__health_check_request__descriptor,
+	/* 6.. AdminService's REST-parity methods (seeds admin_*) */
+	&muster__v1__update_tenant_request__descriptor,
+	&muster__v1__create_priority_class_request__descriptor,
+	&muster__v1__update_priority_class_request__descriptor,
+	&muster__v1__create_token_request__descriptor,
+	&muster__v1__get_tenant_quotas_request__descriptor,
+	&muster__v1__list_tokens_request__descriptor,
+	&muster__v1__get_token_request__descriptor,
 };
 
 /* Packing what was unpacked must work (muster packs replies built from
@@ -84,6 +96,98 @@ static void submit_path(const Muster__V1__SubmitJobRequest *r)
 	json_decref(body);
 }
 
+static bool masked(char *const *mask, size_t n, const char *path)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(mask[i], path))
+			return true;
+	return false;
+}
+
+/* A REST JSON body the converter made, or its error: only UTF-8 or a bad mask path. */
+static bool body_ok(json_t *body, const struct mu_error *err)
+{
+	if (!body) {
+		require((err->code == MU_EUTF8 || err->code == MU_EINVAL) && err->msg[0],
+			"admin json fails only on UTF-8 or the mask, with a message");
+		return false;
+	}
+	require(json_is_object(body), "admin json gives an object");
+	return true;
+}
+
+static void decoded(int ret, const struct mu_error *err)
+{
+	require(ret == 0 || (ret < 0 && err->code == ret && err->msg[0]), "errors carry code and message");
+}
+
+static void admin_path(const ProtobufCMessage *m)
+{
+	struct mu_error err = { 0 };
+	json_t *body = NULL;
+	int ret;
+
+	if (m->descriptor == &muster__v1__update_tenant_request__descriptor) {
+		const Muster__V1__UpdateTenantRequest *r = (const void *)m;
+		struct store_tenant_patch p;
+
+		if (!r->tenant || !body_ok(body = grpc_codec_tenant_patch_json(r->tenant, r->update_mask,
+									       r->n_update_mask, &err), &err))
+			return;
+		decoded(ret = codec_tenant_patch_decode(body, &p, &err), &err);
+		if (ret == 0) {
+			require(!(p.set & STORE_TENANT_SET_SHARES) ||
+				masked(r->update_mask, r->n_update_mask, "shares"), "shares only when masked");
+			require(!(p.set & STORE_TENANT_SET_PARENT) ||
+				masked(r->update_mask, r->n_update_mask, "parent"), "parent only when masked");
+			require(!(p.set & STORE_TENANT_SET_DESCRIPTION) ||
+				masked(r->update_mask, r->n_update_mask, "description"), "description only when masked");
+		}
+	} else if (m->descriptor == &muster__v1__create_priority_class_request__descriptor) {
+		const Muster__V1__CreatePriorityClassRequest *r = (const void *)m;
+		struct store_pclass p;
+
+		if (!r->priority_class ||
+		    !body_ok(body = grpc_codec_pclass_json(r->priority_class, true, NULL, 0, &err), &err))
+			return;
+		decoded(ret = codec_pclass_new_decode(body, &p, &err), &err);
+		if (ret == 0)
+			require(codec_admin_valid_name(p.name) && p.default_time_limit >= 1 &&
+				p.grace_period >= 0 && p.grace_period <= 86400, "class in range");
+	} else if (m->descriptor == &muster__v1__update_priority_class_request__descriptor) {
+		const Muster__V1__UpdatePriorityClassRequest *r = (const void *)m;
+		struct store_pclass p;
+		unsigned set;
+
+		if (!r->priority_class ||
+		    !body_ok(body = grpc_codec_pclass_json(r->priority_class, false, r->update_mask,
+							   r->n_update_mask, &err), &err))
+			return;
+		decoded(ret = codec_pclass_patch_decode(body, &set, &p, &err), &err);
+		if (ret == 0) {
+			require(!(set & STORE_PCLASS_SET_PRIORITY) ||
+				masked(r->update_mask, r->n_update_mask, "priority"), "priority only when masked");
+			require(!(set & STORE_PCLASS_SET_IS_DEFAULT) ||
+				masked(r->update_mask, r->n_update_mask, "is_default"), "is_default only when masked");
+			require(!(set & STORE_PCLASS_SET_MAX_TIME_LIMIT) ||
+				masked(r->update_mask, r->n_update_mask, "max_time_limit_s"), "max only when masked");
+		}
+	} else if (m->descriptor == &muster__v1__create_token_request__descriptor) {
+		struct codec_token_new in;
+
+		if (!body_ok(body = grpc_codec_token_json((const void *)m, &err), &err))
+			return;
+		decoded(ret = codec_token_new_decode(body, &in, &err), &err);
+		if (ret == 0) {
+			decoded(ret = codec_token_new_authorize(&in, false, "caller", &err), &err);
+			if (ret == 0)
+				require(in.tenant && (!strcmp(in.role, "tenant") || !strcmp(in.role, "reader")),
+					"a tenant caller mints only tenant-bound tenant/reader tokens");
+		}
+	}
+	json_decref(body);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const ProtobufCMessageDescriptor *d;
@@ -98,6 +202,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	roundtrip(m);
 	if (d == &muster__v1__submit_job_request__descriptor)
 		submit_path((const Muster__V1__SubmitJobRequest *)m);
+	else
+		admin_path(m);
 	protobuf_c_message_free_unpacked(m, NULL);
 	return 0;
 }
