@@ -91,8 +91,23 @@ struct blk {
 
 struct dpriv {
 	struct blk *blocks;
-	size_t cap_starts, cap_pre, cap_shr, cap_res, cap_fail;
+	size_t cap_starts, cap_pre, cap_shr, cap_res, cap_fail, cap_verd;
+	struct inc *inc;        /* the incremental view, kept between calls with a delta */
 };
+
+struct inc *sched__inc_take(struct sched_decisions *d)
+{
+	struct dpriv *p = d->priv;
+	struct inc *in = p ? p->inc : NULL;
+	if (p)
+		p->inc = NULL;
+	return in;
+}
+
+void sched__inc_put(struct sched_decisions *d, struct inc *in)
+{
+	((struct dpriv *)d->priv)->inc = in;
+}
 
 static void *arena_alloc(struct dpriv *p, size_t n)
 {
@@ -120,6 +135,7 @@ void sched_decisions_release(struct sched_decisions *d)
 {
 	struct dpriv *p = d->priv;
 	if (p) {
+		sched__inc_free(p->inc);
 		struct blk *b = p->blocks;
 		while (b) {
 			struct blk *n = b->next;
@@ -135,6 +151,24 @@ void sched_decisions_release(struct sched_decisions *d)
 	free(d->fails);
 	free(d->verdicts);
 	memset(d, 0, sizeof(*d));
+}
+
+/* Empties the decisions but keeps their storage (calls with a delta: one per event). */
+static void decisions_clear(struct sched_decisions *d)
+{
+	struct dpriv *p = d->priv;
+	struct blk *b = p->blocks ? p->blocks->next : NULL;
+	while (b) {
+		struct blk *n = b->next;
+		free(b);
+		b = n;
+	}
+	if (p->blocks) {
+		p->blocks->next = NULL;
+		p->blocks->used = 0;
+	}
+	d->nstarts = d->npreemptions = d->nshrinks = d->nreservations = d->nfails = d->nverdicts = 0;
+	d->error[0] = '\0';
 }
 
 static struct sched_alloc *copy_alloc(struct sched_decisions *d, const struct sched_alloc *a, size_t n)
@@ -333,6 +367,8 @@ void sched__bucket_move(struct cyc *c, int n, int from, int to)
 	c->cnt[m * 65 + to]++;
 	c->cnt[c->nmodels * 65 + from]--;
 	c->cnt[c->nmodels * 65 + to]++;
+	if (c->inc)
+		sched__inc_bucket(c->inc, n, from, to);
 }
 
 /* Nodes (UP, matching model) with at least g GPUs free now. */
@@ -360,6 +396,9 @@ static int setup(struct cyc *c)
 	size_t nn = s->nnodes;
 	c->now = s->now;
 	c->nn = nn;
+	if (c->inc)
+		return 0; /* sched__inc_begin() set everything up */
+	c->fcache = c->ucache = &c->own_cache;
 	c->model = sched__xcalloc(nn, sizeof(int));
 	c->models = sched__xcalloc(nn + 1, sizeof(char *));
 	for (size_t i = 0; i < nn; i++) {
@@ -443,19 +482,30 @@ static int setup(struct cyc *c)
 
 static void teardown(struct cyc *c)
 {
-	free(c->model);
-	free(c->models);
-	for (int l = 0; l < SCHED_MAX_LEVELS; l++) {
-		free(c->unit[l]);
-		free(c->agg_free[l]);
-		free(c->agg_cnt[l]);
+	if (c->inc) {
+		sched__inc_end(c);
+	} else {
+		free(c->model);
+		free(c->models);
+		for (int l = 0; l < SCHED_MAX_LEVELS; l++) {
+			free(c->unit[l]);
+			free(c->agg_free[l]);
+			free(c->agg_cnt[l]);
+		}
+		free(c->up);
+		free(c->avail);
+		free(c->freemask);
+		free(c->cnt);
+		free(c->rhead);
+		free(c->sc_cand);
+		free(c->sc_mask);
+		free(c->sc_last);
+		free(c->sc_time);
+		free(c->sc_alloc);
+		free(c->sc_alloc2);
+		free(c->own_cache.e);
 	}
 	free(c->vsorted);
-	free(c->up);
-	free(c->avail);
-	free(c->freemask);
-	free(c->cnt);
-	free(c->rhead);
 	free(c->resv);
 	free(c->tgpus);
 	free(c->tjobs);
@@ -463,13 +513,6 @@ static void teardown(struct cyc *c)
 	free(c->run_gpus);
 	free(c->rel);
 	free(c->crel);
-	free(c->sc_cand);
-	free(c->sc_mask);
-	free(c->sc_last);
-	free(c->sc_time);
-	free(c->sc_alloc);
-	free(c->sc_alloc2);
-	free(c->cache);
 	free(c->fs);
 	free(c->order);
 	free(c->prio);
@@ -692,6 +735,8 @@ static void commit_start(struct cyc *c, size_t ji, const struct sched_alloc *a, 
 	for (size_t k = 0; k < na; k++) {
 		int n = a[k].node;
 		int before = sched__pc(c->freemask[n]);
+		if (c->inc)
+			sched__inc_touch(c, n);
 		c->freemask[n] &= ~a[k].gpus;
 		sched__bucket_move(c, n, before, sched__pc(c->freemask[n]));
 		if (a[k].gpus)
@@ -742,6 +787,8 @@ void sched__add_preemption(struct cyc *c, size_t ri, int64_t for_job, enum sched
 	x->for_job_id = for_job;
 	x->reason = why;
 	c->victim[ri] = true;
+	if (c->inc)
+		sched__inc_victim(c, ri);
 	int64_t end = c->now + (r->grace > 0 ? r->grace : 0);
 	if (end <= c->now)
 		end = c->now + 1;
@@ -754,6 +801,8 @@ static void node_failures(struct cyc *c)
 {
 	const struct sched_snapshot *s = c->s;
 	bool any = false; /* the common case: no run touches a failed node or GPU */
+	if (c->inc && c->inc->nbad == 0)
+		return;
 	for (size_t n = 0; n < s->nnodes && !any; n++)
 		any = s->nodes[n].used && (s->nodes[n].state == SCHED_NODE_DOWN ||
 		                            (s->nodes[n].used & ~s->nodes[n].healthy));
@@ -1037,12 +1086,36 @@ static int cycle(const struct sched_snapshot *s, struct sched_decisions *out, co
 	c.s = s;
 	c.d = out;
 	c.probe = probe;
-	sched_decisions_release(out);
-	out->priv = sched__xcalloc(1, sizeof(struct dpriv));
-	ret = validate(&c);
-	if (ret)
-		goto out;
-	out->verdicts = sched__xcalloc(s->njobs + 1, sizeof(*out->verdicts));
+	struct inc *in = sched__inc_take(out);
+	if (s->delta && !probe && in) {
+		decisions_clear(out);
+	} else {
+		sched_decisions_release(out);
+		out->priv = sched__xcalloc(1, sizeof(struct dpriv));
+	}
+	if (s->delta && !probe) {
+		c.inc = in; /* NULL the first time: sched__inc_begin() builds it */
+		ret = sched__inc_begin(&c, validate);
+		if (ret)
+			goto out;
+		sched__inc_put(out, c.inc);
+	} else {
+		sched__inc_free(in);
+	}
+	c.flat = c.inc && s->settings.nlevels == 0;
+	if (!c.inc) {
+		ret = validate(&c);
+		if (ret)
+			goto out;
+	}
+	struct dpriv *dp = out->priv;
+	if (dp->cap_verd < s->njobs + 1) {
+		free(out->verdicts);
+		dp->cap_verd = s->njobs + 1;
+		out->verdicts = sched__xcalloc(dp->cap_verd, sizeof(*out->verdicts));
+	} else {
+		memset(out->verdicts, 0, (s->njobs + 1) * sizeof(*out->verdicts));
+	}
 	out->nverdicts = s->njobs;
 	setup(&c);
 	compute_order(&c);

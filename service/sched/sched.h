@@ -159,6 +159,35 @@ struct sched_user {
 	int64_t recent_runtime[2]; /* the user's last actual runtimes, newest first */
 };
 
+/*
+ * Optional change hint for a caller that runs cycle after cycle on one
+ * struct sched_decisions over snapshots that differ little (muster-sim:
+ * one start or end between two passes). It lists what changed since the
+ * previous sched_cycle() on the same decisions object. With it the core
+ * keeps its view of the cluster (nodes by free GPUs, releases of running
+ * runs sorted by end, quota use, caches) in decisions->priv and updates
+ * only what changed, and on clusters without topology levels places
+ * without a pass over every node. The decisions are exactly those of a
+ * call without it.
+ *
+ * The caller's promise: the snapshot differs from the previous one only in
+ * `now`, the pending jobs, users appended, tenants' and users' usage and
+ * shares and users' recent runtimes (never the tenant tree or a user's
+ * tenant), the listed nodes (any field) and the runs added and removed; a
+ * run's fields never change while it runs (report it removed and added
+ * instead); run ids are unique. The first call with a hint, a call after one
+ * without, and one after a failed call build the view from the whole
+ * snapshot (the lists are then ignored); so does any call whose lists do
+ * not add up (an unknown removed run, a run count that does not match).
+ * With settings.predict, or with a stopping run, the core ignores the hint.
+ * Borrowed for the call, like everything in the snapshot.
+ */
+struct sched_delta {
+	size_t nnodes;   const int *nodes;       /* indexes of nodes whose fields changed */
+	size_t nadded;   const size_t *added;    /* indexes into runs of the runs new since the previous call */
+	size_t nremoved; const int64_t *removed; /* run_ids of the runs gone since the previous call */
+};
+
 struct sched_snapshot {
 	int64_t now;
 	struct sched_settings settings;
@@ -167,6 +196,7 @@ struct sched_snapshot {
 	size_t njobs;    const struct sched_job *jobs;     /* pending jobs */
 	size_t ntenants; const struct sched_tenant *tenants; /* [0] is the root */
 	size_t nusers;   const struct sched_user *users;
+	const struct sched_delta *delta; /* NULL: rebuild everything (the default) */
 };
 
 /* -------------------------------------------------------------- output */
@@ -266,8 +296,9 @@ void sched_decisions_init(struct sched_decisions *d);
 void sched_decisions_release(struct sched_decisions *d);
 
 /*
- * One full scheduling cycle over the snapshot. Fills `out` (cleared first).
- * Returns 0 or SCHED_EINVAL.
+ * One full scheduling cycle over the snapshot. Fills `out` (cleared first;
+ * with s->delta, the view kept in out->priv survives). Returns 0 or
+ * SCHED_EINVAL.
  */
 __attribute__((warn_unused_result))
 int sched_cycle(const struct sched_snapshot *s, struct sched_decisions *out);

@@ -46,7 +46,92 @@ struct centry {
 	uint64_t hash;
 	int kind, model, g, nmin, nmax, req, pref;
 	int64_t value;
-	bool used;
+	uint32_t gen;                   /* in use when equal to the table's gen */
+};
+
+/* A shape cache: open addressing; clearing it is gen++ (stale entries are empty slots). */
+struct ctab {
+	struct centry *e;
+	size_t cap, n;
+	uint32_t gen;
+};
+
+/* A release of the incremental view: running run in slot `slot` ends at t (unclamped). */
+struct rkey {
+	int64_t t;
+	int slot;
+};
+
+/* A running run as the incremental view keeps it (a copy: snapshots are borrowed). */
+struct islot {
+	int64_t run_id, end;
+	int tenant, gpus, priority;
+	bool preemptible, live;
+	size_t nalloc;
+	struct sched_alloc *alloc;
+};
+
+struct pcount {
+	int prio, n;
+};
+
+/*
+ * The incremental view (sched_inc.c), kept in decisions->priv between calls
+ * that pass a struct sched_delta: nodes by free GPU count (counts and
+ * bitmaps), the releases of running runs sorted by end, quota use per
+ * tenant, static node data and caches that depend on it, and scratch
+ * arrays. Between calls it describes the previous snapshot exactly.
+ */
+struct inc {
+	size_t nn;
+	int nlevels;
+	size_t ntenants, nusers;
+	int nmodels;
+	char **models;                  /* owned copies */
+	int *model, *gcount;
+	int *unit[SCHED_MAX_LEVELS];
+	bool *up, *bad;
+	uint64_t *avail, *freemask;
+	int *cnt;                       /* as struct cyc */
+	uint64_t *bm;                   /* [(nmodels + 1) * 65][nw]: UP nodes by free count */
+	size_t nw;
+	int *rhead;
+	int *agg_free[SCHED_MAX_LEVELS], *agg_cnt[SCHED_MAX_LEVELS];
+	int64_t total_gpus;
+	size_t nbad;                    /* nodes with a used GPU that is down or unhealthy */
+	struct islot *slot;
+	size_t cap_slot, nlive;
+	int *free_slot;
+	size_t nfree;
+	int64_t *hkey;                  /* run_id -> slot, linear probing */
+	int *hval;
+	size_t hcap;
+	struct rkey *rk;                /* releases sorted by t */
+	size_t nrk, cap_rk;
+	int64_t *own_g;                 /* per tenant: GPUs of its own runs (not its subtree) */
+	int *own_j;
+	struct pcount *pc;              /* preemptible runs by class priority, ascending */
+	size_t npc, cap_pc;
+	bool *vslot;                    /* per slot: stopped in this cycle */
+	int *vlist;
+	size_t nvlist, cap_vlist;
+	/* scratch, nn entries each */
+	struct cand *sc_cand, *sc_pick, *sc_tmp;
+	uint64_t *sc_mask, *sc_last;
+	int64_t *sc_time;
+	struct sched_alloc *sc_alloc, *sc_alloc2;
+	/* the earliest-start sweep's sparse per-node state (valid where sw_stamp == sw_cur) */
+	uint32_t *sw_stamp, sw_cur;
+	uint64_t *sw_rm, *sw_last, *sw_blk;
+	int64_t *sw_time;
+	int *sw_list;
+	size_t nsw;
+	uint32_t *mk_stamp, mk_cur;     /* marks for one placement */
+	int *touched;                   /* nodes whose freemask a start changed in this cycle */
+	bool *tflag;
+	size_t ntouched;
+	struct ctab ucache;             /* unit maxima: static and health data only */
+	struct ctab fcache;             /* failed shapes: cleared every cycle */
 };
 
 struct cyc {
@@ -86,9 +171,13 @@ struct cyc {
 	int *agg_free[SCHED_MAX_LEVELS], *agg_cnt[SCHED_MAX_LEVELS]; /* per unit, zero between uses */
 	size_t *vsorted;                /* preemptible runs by cost, built on first use */
 	size_t nvsorted;
-	/* shape caches */
-	struct centry *cache;
-	size_t cap_cache, ncache;
+	/* shape caches: failed placements (this cycle) and unit maxima */
+	struct ctab *fcache, *ucache;
+	struct ctab own_cache;
+	/* the incremental view (NULL: everything above was built for this call) */
+	struct inc *inc;
+	bool flat;                      /* no topology levels: the incremental fast paths apply */
+	bool sweeping;                  /* the sparse sweep state describes the current sweep */
 	/* ordering */
 	double *fs;
 	size_t *order;
@@ -128,6 +217,26 @@ int64_t sched__earliest(struct cyc *c, const struct req *q, int64_t rt, struct s
 int sched__max_in_unit(struct cyc *c, const struct req *q, bool healthy_only);
 bool sched__cache_failed(struct cyc *c, const struct req *q, int64_t rt);
 void sched__cache_fail(struct cyc *c, const struct req *q, int64_t rt);
+/* sched_inc.c */
+struct inc *sched__inc_take(struct sched_decisions *d);
+void sched__inc_put(struct sched_decisions *d, struct inc *in);
+void sched__inc_free(struct inc *in);
+int sched__inc_begin(struct cyc *c, int (*validate)(struct cyc *));
+void sched__inc_end(struct cyc *c);
+void sched__inc_touch(struct cyc *c, int n);
+void sched__inc_bucket(struct inc *in, int n, int from, int to);
+void sched__inc_victim(struct cyc *c, size_t ri);
+bool sched__rel_victim(const struct cyc *c, const struct rel *r);
+void sched__inc_rel(struct cyc *c);
+size_t sched__place_flat(struct cyc *c, const struct req *q, int64_t t0, int64_t t1, enum place_mode mode,
+                         struct sched_alloc *out);
+int64_t sched__earliest_flat(struct cyc *c, const struct req *q, int64_t rt, struct sched_alloc *out, size_t *na);
+void sched__run_gpus(struct cyc *c);
+int sched__leaf_cmp(const void *a, const void *b);
+uint64_t sched__take_bits(uint64_t pref, uint64_t all, int g);
+bool sched__cache_get(struct ctab *t, int kind, const struct req *q, int64_t *value);
+struct centry *sched__cache_put(struct ctab *t, int kind, const struct req *q);
+
 bool sched__choose_victims(struct cyc *c, const struct sched_job *j, const struct req *q, int64_t rt,
                            enum sched_preempt_reason *why);
 

@@ -40,60 +40,79 @@ static uint64_t mix(uint64_t h, int64_t v)
 	return h * 0xff51afd7ed558ccdULL;
 }
 
-static struct centry *cache_slot(struct cyc *c, int kind, const struct req *q, bool create)
+static uint64_t shape_hash(int kind, const struct req *q)
 {
-	uint64_t h = mix(mix(mix(mix(mix(mix(mix(0, kind), q->model), q->g), q->nmin), q->nmax), q->required),
-	                 q->preferred);
-	if (create && (c->ncache + 1) * 2 > c->cap_cache) {
-		size_t ncap = c->cap_cache ? c->cap_cache * 2 : 256;
-		struct centry *n = sched__xcalloc(ncap, sizeof(*n));
-		for (size_t i = 0; i < c->cap_cache; i++) {
-			if (!c->cache[i].used)
-				continue;
-			size_t k = c->cache[i].hash & (ncap - 1);
-			while (n[k].used)
-				k = (k + 1) & (ncap - 1);
-			n[k] = c->cache[i];
+	return mix(mix(mix(mix(mix(mix(mix(0, kind), q->model), q->g), q->nmin), q->nmax), q->required),
+	           q->preferred);
+}
+
+static bool shape_eq(const struct centry *e, uint64_t h, int kind, const struct req *q)
+{
+	return e->hash == h && e->kind == kind && e->model == q->model && e->g == q->g && e->nmin == q->nmin &&
+	       e->nmax == q->nmax && e->req == q->required && e->pref == q->preferred;
+}
+
+bool sched__cache_get(struct ctab *t, int kind, const struct req *q, int64_t *value)
+{
+	if (!t->cap)
+		return false;
+	uint64_t h = shape_hash(kind, q);
+	for (size_t k = h & (t->cap - 1); t->e[k].gen == t->gen; k = (k + 1) & (t->cap - 1))
+		if (shape_eq(&t->e[k], h, kind, q)) {
+			*value = t->e[k].value;
+			return true;
 		}
-		free(c->cache);
-		c->cache = n;
-		c->cap_cache = ncap;
+	return false;
+}
+
+/* The entry for the shape, created (value 0) when absent. */
+struct centry *sched__cache_put(struct ctab *t, int kind, const struct req *q)
+{
+	uint64_t h = shape_hash(kind, q);
+	if (!t->gen)
+		t->gen = 1;
+	if ((t->n + 1) * 2 > t->cap) {
+		size_t ncap = t->cap ? t->cap * 2 : 256;
+		struct centry *n = sched__xcalloc(ncap, sizeof(*n));
+		for (size_t i = 0; i < t->cap; i++) {
+			if (t->e[i].gen != t->gen)
+				continue;
+			size_t k = t->e[i].hash & (ncap - 1);
+			while (n[k].gen == t->gen)
+				k = (k + 1) & (ncap - 1);
+			n[k] = t->e[i];
+		}
+		for (size_t i = 0; i < ncap; i++)
+			if (n[i].gen != t->gen)
+				n[i].gen = t->gen - 1; /* calloc's 0 would be live when gen wraps to 0 */
+		free(t->e);
+		t->e = n;
+		t->cap = ncap;
 	}
-	if (!c->cap_cache)
-		return NULL;
-	size_t k = h & (c->cap_cache - 1);
-	while (c->cache[k].used) {
-		struct centry *e = &c->cache[k];
-		if (e->hash == h && e->kind == kind && e->model == q->model && e->g == q->g && e->nmin == q->nmin &&
-		    e->nmax == q->nmax && e->req == q->required && e->pref == q->preferred)
-			return e;
-		k = (k + 1) & (c->cap_cache - 1);
-	}
-	if (!create)
-		return NULL;
-	struct centry *e = &c->cache[k];
-	*e = (struct centry){ h, kind, q->model, q->g, q->nmin, q->nmax, q->required, q->preferred, 0, true };
-	c->ncache++;
-	return e;
+	size_t k = h & (t->cap - 1);
+	for (; t->e[k].gen == t->gen; k = (k + 1) & (t->cap - 1))
+		if (shape_eq(&t->e[k], h, kind, q))
+			return &t->e[k];
+	t->e[k] = (struct centry){ h, kind, q->model, q->g, q->nmin, q->nmax, q->required, q->preferred, 0, t->gen };
+	t->n++;
+	return &t->e[k];
 }
 
 enum { CACHE_FAIL = 1, CACHE_UNIT_ALL, CACHE_UNIT_OK };
 
 bool sched__cache_failed(struct cyc *c, const struct req *q, int64_t rt)
 {
-	struct centry *e = cache_slot(c, CACHE_FAIL, q, false);
-	return e && rt >= e->value;
+	int64_t v;
+	return sched__cache_get(c->fcache, CACHE_FAIL, q, &v) && rt >= v;
 }
 
 void sched__cache_fail(struct cyc *c, const struct req *q, int64_t rt)
 {
-	struct centry *e = cache_slot(c, CACHE_FAIL, q, false);
-	if (!e) {
-		e = cache_slot(c, CACHE_FAIL, q, true);
-		e->value = rt;
-	} else if (rt < e->value) {
-		e->value = rt;
-	}
+	int64_t v;
+	if (!sched__cache_get(c->fcache, CACHE_FAIL, q, &v))
+		sched__cache_put(c->fcache, CACHE_FAIL, q)->value = rt;
+	else if (rt < v)
+		sched__cache_put(c->fcache, CACHE_FAIL, q)->value = rt;
 }
 
 static bool model_ok(const struct cyc *c, const struct req *q, int n)
@@ -107,9 +126,9 @@ int sched__max_in_unit(struct cyc *c, const struct req *q, bool healthy_only)
 	struct req key = *q;
 	key.nmin = key.nmax = 0;
 	key.preferred = -1;
-	struct centry *e = cache_slot(c, healthy_only ? CACHE_UNIT_OK : CACHE_UNIT_ALL, &key, false);
-	if (e)
-		return (int)e->value;
+	int64_t cached;
+	if (sched__cache_get(c->ucache, healthy_only ? CACHE_UNIT_OK : CACHE_UNIT_ALL, &key, &cached))
+		return (int)cached;
 	int best = 0;
 	if (q->model != -2) {
 		int *count = NULL;
@@ -131,8 +150,7 @@ int sched__max_in_unit(struct cyc *c, const struct req *q, bool healthy_only)
 		}
 		free(count);
 	}
-	e = cache_slot(c, healthy_only ? CACHE_UNIT_OK : CACHE_UNIT_ALL, &key, true);
-	e->value = best;
+	sched__cache_put(c->ucache, healthy_only ? CACHE_UNIT_OK : CACHE_UNIT_ALL, &key)->value = best;
 	return best;
 }
 
@@ -165,7 +183,7 @@ static int ukey_cmp(const void *a, const void *b)
 	return (x->i > y->i) - (x->i < y->i);
 }
 
-static int leaf_cmp(const void *a, const void *b)
+int sched__leaf_cmp(const void *a, const void *b)
 {
 	const struct cand *x = a, *y = b;
 	if (x->free != y->free)
@@ -236,7 +254,7 @@ static void pick(struct cyc *c, struct cand *v, size_t n, int level, size_t k, s
 	if (k == 0)
 		return;
 	if (level >= c->s->settings.nlevels) {
-		qsort(v, n, sizeof(*v), leaf_cmp);
+		qsort(v, n, sizeof(*v), sched__leaf_cmp);
 		memcpy(out + *nout, v, k * sizeof(*v));
 		*nout += k;
 		return;
@@ -269,7 +287,7 @@ static void pick(struct cyc *c, struct cand *v, size_t n, int level, size_t k, s
 	free(g);
 }
 
-static uint64_t take_bits(uint64_t pref, uint64_t all, int g)
+uint64_t sched__take_bits(uint64_t pref, uint64_t all, int g)
 {
 	uint64_t r = 0;
 	uint64_t m = pref & all;
@@ -325,7 +343,7 @@ static size_t place_one(struct cyc *c, const struct req *q, struct cand *e, size
 				d = a < b ? -1 : 1;
 		}
 		if (d == 0)
-			d = leaf_cmp(&e[i], &e[best]);
+			d = sched__leaf_cmp(&e[i], &e[best]);
 		if (d < 0)
 			best = i;
 	}
@@ -335,7 +353,7 @@ static size_t place_one(struct cyc *c, const struct req *q, struct cand *e, size
 			c->agg_free[l][u] = 0;
 			c->agg_cnt[l][u] = 0;
 		}
-	out[0] = (struct sched_alloc){ e[best].node, take_bits(e[best].pref, e[best].mask, q->g) };
+	out[0] = (struct sched_alloc){ e[best].node, sched__take_bits(e[best].pref, e[best].mask, q->g) };
 	return 1;
 }
 
@@ -354,6 +372,8 @@ size_t sched__place(struct cyc *c, const struct req *q, const uint64_t *base, in
 	size_t ne = 0;
 	if (q->model == -2 || q->nmax < 1)
 		return 0;
+	if (c->flat && mode == PLACE_NOW && base == c->freemask)
+		return sched__place_flat(c, q, t0, t1, mode, out);
 	for (size_t n = 0; n < c->nn; n++) {
 		if (!c->up[n] || !model_ok(c, q, (int)n))
 			continue;
@@ -419,7 +439,7 @@ size_t sched__place(struct cyc *c, const struct req *q, const uint64_t *base, in
 	pick(c, seg, nseg, level, want, chosen, &nc);
 	qsort(chosen, nc, sizeof(*chosen), alloc_node_cmp);
 	for (size_t i = 0; i < nc; i++)
-		out[i] = (struct sched_alloc){ chosen[i].node, take_bits(chosen[i].pref, chosen[i].mask, q->g) };
+		out[i] = (struct sched_alloc){ chosen[i].node, sched__take_bits(chosen[i].pref, chosen[i].mask, q->g) };
 	free(chosen);
 	return nc;
 }
@@ -501,6 +521,10 @@ int64_t sched__earliest(struct cyc *c, const struct req *q, int64_t rt, struct s
 	*na = 0;
 	if (q->model == -2)
 		return SCHED_NEVER;
+	if (c->flat)
+		return sched__earliest_flat(c, q, rt, out, na);
+	if (c->inc && !c->rel)
+		sched__inc_rel(c);
 	uint64_t *blk = sched__xcalloc(c->nn + 1, sizeof(uint64_t));
 	struct sweep w = { q, q->required >= 0 ? sched__xcalloc(2 * c->nn + 1, sizeof(int)) : NULL, 0, 0 };
 	struct bev *bev = sched__xmalloc((2 * c->nresv + 1) * sizeof(*bev));
@@ -534,7 +558,7 @@ int64_t sched__earliest(struct cyc *c, const struct req *q, int64_t rt, struct s
 				break;
 			}
 		}
-		while (i < c->nrel && (c->victim[c->rel[i].run] || c->rel[i].t <= now))
+		while (i < c->nrel && (sched__rel_victim(c, &c->rel[i]) || c->rel[i].t <= now))
 			i++;
 		t = INT64_MAX;
 		if (i < c->nrel)
@@ -548,7 +572,7 @@ int64_t sched__earliest(struct cyc *c, const struct req *q, int64_t rt, struct s
 		for (;;) {
 			const struct rel *r = NULL;
 			if (i < c->nrel && c->rel[i].t == t) {
-				if (c->victim[c->rel[i].run]) {
+				if (sched__rel_victim(c, &c->rel[i])) {
 					i++;
 					continue;
 				}
@@ -653,6 +677,8 @@ bool sched__choose_victims(struct cyc *c, const struct sched_job *j, const struc
 	struct vcand *v = sched__xmalloc((s->nruns + 1) * sizeof(*v));
 	size_t nv = 0;
 	bool ok = false;
+	if (!c->run_gpus)
+		sched__run_gpus(c);
 	if (!c->vsorted) { /* every preemptible run by cost, once per cycle */
 		struct vcand *all = sched__xmalloc((s->nruns + 1) * sizeof(*all));
 		size_t na = 0;

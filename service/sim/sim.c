@@ -26,6 +26,7 @@ struct sjob {
 	int64_t start;
 	uint64_t seq;             /* start order */
 	int user;                 /* sched_user index or -1 */
+	bool unreported;          /* its run started after the last pass's delta was built */
 };
 
 struct term {
@@ -63,6 +64,16 @@ struct sim {
 	/* fragmentation accounting */
 	int64_t free_gpus, partial_free, frag_t;
 	double frag_sum, frag_time;
+	/* what changed since the previous pass, for the core's delta (not with o->full_rebuild) */
+	int *dnode;
+	bool *dflag;
+	size_t ndnode;
+	struct term *dadd;        /* job and seq of runs started since */
+	size_t nadd, cap_add;
+	size_t *dadd_run;
+	size_t cap_add_run;
+	int64_t *drem;            /* run ids of runs gone since */
+	size_t nrem, cap_rem;
 	/* invariant checker (easy): who holds the reservation, from when */
 	bool check_resv;
 	size_t resv_holder;
@@ -302,6 +313,10 @@ static void frag_advance(struct sim *s, int64_t t)
 static void set_used(struct sim *s, const struct sched_alloc *a, size_t na, bool used)
 {
 	for (size_t k = 0; k < na; k++) {
+		if (s->dflag && !s->dflag[a[k].node]) {
+			s->dflag[a[k].node] = true;
+			s->dnode[s->ndnode++] = a[k].node;
+		}
 		frag_node(s, (size_t)a[k].node, -1);
 		if (used)
 			s->nodes[a[k].node].used |= a[k].gpus;
@@ -340,6 +355,14 @@ static void run_remove(struct sim *s, size_t ji)
 		return;
 	size_t r = (size_t)j->run;
 	set_used(s, j->alloc, j->nalloc, false);
+	if (s->dflag) {
+		if (j->unreported) { /* started and gone between two passes: the core never saw it */
+			j->unreported = false;
+		} else {
+			s->drem = mu_grow(s->drem, &s->cap_rem, s->nrem + 1, sizeof(*s->drem));
+			s->drem[s->nrem++] = (int64_t)j->seq;
+		}
+	}
 	s->nruns--;
 	if (r != s->nruns) {
 		s->runs[r] = s->runs[s->nruns];
@@ -554,7 +577,26 @@ static int pass(struct sim *s, struct mu_error *err, bool *preempted)
 	snap.tenants = s->cl->tenants;
 	snap.nusers = s->nusers;
 	snap.users = s->users;
+	struct sched_delta delta = { 0 };
+	if (s->dflag) {
+		size_t na = 0;
+		s->dadd_run = mu_grow(s->dadd_run, &s->cap_add_run, s->nadd + 1, sizeof(*s->dadd_run));
+		for (size_t i = 0; i < s->nadd; i++) {
+			struct sjob *j = &s->jobs[s->dadd[i].job];
+			if (j->unreported && j->seq == s->dadd[i].seq && j->run >= 0) {
+				s->dadd_run[na++] = (size_t)j->run;
+				j->unreported = false;
+			}
+		}
+		delta = (struct sched_delta){ s->ndnode, s->dnode, na, s->dadd_run, s->nrem, s->drem };
+		snap.delta = &delta;
+	}
 	ret = sched_cycle(&snap, &s->d);
+	if (s->dflag) {
+		for (size_t i = 0; i < s->ndnode; i++)
+			s->dflag[s->dnode[i]] = false;
+		s->ndnode = s->nadd = s->nrem = 0;
+	}
 	if (ret)
 		return mu_error_set(err, MU_EINTERNAL, "", "policy core: %s", s->d.error);
 	const struct sched_decisions *d = &s->d;
@@ -628,6 +670,11 @@ static int pass(struct sim *s, struct mu_error *err, bool *preempted)
 		};
 		s->run_job[s->nruns] = ji;
 		j->run = (int)s->nruns++;
+		if (s->dflag) {
+			j->unreported = true;
+			s->dadd = mu_grow(s->dadd, &s->cap_add, s->nadd + 1, sizeof(*s->dadd));
+			s->dadd[s->nadd++] = (struct term){ 0, j->seq, ji };
+		}
 		heap_push(s, (struct term){ s->now + j->runtime, j->seq, ji });
 		s->st->starts++;
 	}
@@ -698,6 +745,10 @@ int sim_run(struct sim_cluster *cl, const struct trace *tr, const struct sim_opt
 	s.run_job = mu_calloc(tr->njobs + 1, sizeof(size_t));
 	s.pend = mu_calloc(tr->njobs + 1, sizeof(*s.pend));
 	s.pend_job = mu_calloc(tr->njobs + 1, sizeof(size_t));
+	if (!o->full_rebuild) {
+		s.dnode = mu_malloc((cl->nnodes + 1) * sizeof(*s.dnode));
+		s.dflag = mu_calloc(cl->nnodes + 1, sizeof(*s.dflag));
+	}
 	s.settings = cl->settings;
 	s.settings.quiet = true;
 	s.settings.predict = o->predict || cl->settings.predict;
@@ -809,6 +860,11 @@ out:
 	mu_free(s.pend);
 	mu_free(s.pend_job);
 	mu_free(s.heap);
+	mu_free(s.dnode);
+	mu_free(s.dflag);
+	mu_free(s.dadd);
+	mu_free(s.dadd_run);
+	mu_free(s.drem);
 	sched_decisions_release(&s.d);
 	if (ret) {
 		mu_free(s.res);

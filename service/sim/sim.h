@@ -28,6 +28,7 @@ struct sim_opts {
 	enum sim_policy policy;
 	bool predict;
 	bool check;            /* run the invariant checker after every event */
+	bool full_rebuild;     /* no change hints: the core rebuilds its view every pass (same schedule, slower) */
 	FILE *placements;      /* borrowed; one JSON line per ended run, or NULL */
 };
 

@@ -561,6 +561,101 @@ static const char *kv_get(char **kv, int nkv, const char *key)
 
 static bool ran;
 
+static bool same_allocs(const struct sched_alloc *a, const struct sched_alloc *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i].node != b[i].node || a[i].gpus != b[i].gpus)
+			return false;
+	return true;
+}
+
+/* Two decisions are the same, field by field (messages included). */
+static void same_decisions(const struct sched_decisions *a, const struct sched_decisions *b, const char *how)
+{
+	bool same = a->nstarts == b->nstarts && a->npreemptions == b->npreemptions && a->nshrinks == b->nshrinks &&
+	            a->nreservations == b->nreservations && a->nfails == b->nfails && a->nverdicts == b->nverdicts;
+	for (size_t i = 0; same && i < a->nstarts; i++) {
+		const struct sched_start *x = &a->starts[i], *y = &b->starts[i];
+		same = x->job == y->job && x->planned_end == y->planned_end && x->nalloc == y->nalloc &&
+		       same_allocs(x->alloc, y->alloc, x->nalloc);
+	}
+	for (size_t i = 0; same && i < a->npreemptions; i++)
+		same = a->preemptions[i].run == b->preemptions[i].run && a->preemptions[i].run_id == b->preemptions[i].run_id &&
+		       a->preemptions[i].for_job_id == b->preemptions[i].for_job_id &&
+		       a->preemptions[i].reason == b->preemptions[i].reason;
+	for (size_t i = 0; same && i < a->nshrinks; i++)
+		same = a->shrinks[i].run == b->shrinks[i].run && a->shrinks[i].nalloc == b->shrinks[i].nalloc &&
+		       same_allocs(a->shrinks[i].alloc, b->shrinks[i].alloc, a->shrinks[i].nalloc);
+	for (size_t i = 0; same && i < a->nreservations; i++) {
+		const struct sched_reservation *x = &a->reservations[i], *y = &b->reservations[i];
+		same = x->job == y->job && x->start == y->start && x->end == y->end && x->nalloc == y->nalloc &&
+		       same_allocs(x->alloc, y->alloc, x->nalloc);
+	}
+	for (size_t i = 0; same && i < a->nfails; i++)
+		same = a->fails[i].job == b->fails[i].job && strcmp(a->fails[i].message, b->fails[i].message) == 0;
+	for (size_t i = 0; same && i < a->nverdicts; i++) {
+		const struct sched_verdict *x = &a->verdicts[i], *y = &b->verdicts[i];
+		same = x->reason == y->reason && x->planned_start == y->planned_start && x->priority == y->priority &&
+		       strcmp(x->message, y->message) == 0;
+	}
+	if (!same) {
+		fail("rule: the decisions %s differ from those without a delta", how);
+		for (size_t i = 0; i < a->nstarts && i < b->nstarts; i++) {
+			char x[256], y[256];
+			alloc_str(a->starts[i].alloc, a->starts[i].nalloc, x, sizeof(x));
+			alloc_str(b->starts[i].alloc, b->starts[i].nalloc, y, sizeof(y));
+			fprintf(stderr, "  start %zu: job %zu %s / job %zu %s\n", i, a->starts[i].job, x, b->starts[i].job, y);
+		}
+		for (size_t i = 0; i < a->nreservations && i < b->nreservations; i++) {
+			char x[256], y[256];
+			alloc_str(a->reservations[i].alloc, a->reservations[i].nalloc, x, sizeof(x));
+			alloc_str(b->reservations[i].alloc, b->reservations[i].nalloc, y, sizeof(y));
+			fprintf(stderr, "  resv %zu: job %zu t=%lld %s / job %zu t=%lld %s\n", i, a->reservations[i].job,
+			        (long long)a->reservations[i].start, x, b->reservations[i].job,
+			        (long long)b->reservations[i].start, y);
+		}
+		for (size_t i = 0; i < a->nverdicts && i < b->nverdicts; i++)
+			if (a->verdicts[i].reason != b->verdicts[i].reason || strcmp(a->verdicts[i].message, b->verdicts[i].message))
+				fprintf(stderr, "  verdict %zu: %s %s / %s %s\n", i, sched_reason_name(a->verdicts[i].reason),
+				        a->verdicts[i].message, sched_reason_name(b->verdicts[i].reason), b->verdicts[i].message);
+		fprintf(stderr, "  counts: starts %zu/%zu pre %zu/%zu shr %zu/%zu res %zu/%zu fail %zu/%zu\n", a->nstarts,
+		        b->nstarts, a->npreemptions, b->npreemptions, a->nshrinks, b->nshrinks, a->nreservations,
+		        b->nreservations, a->nfails, b->nfails);
+	}
+}
+
+/*
+ * The incremental view must change nothing: the same snapshot through a
+ * delta (first call: the view is built; then an empty delta: it is reused;
+ * then every node changed and every run removed and added again).
+ */
+static void same_with_delta(void)
+{
+	static int all_nodes[MAXN];
+	static size_t all_runs[MAXN];
+	static int64_t all_ids[MAXN];
+	struct sched_decisions d2;
+	struct sched_delta none = { 0 }, every = { nnodes, all_nodes, nruns, all_runs, nruns, all_ids };
+	for (size_t i = 0; i < nnodes; i++)
+		all_nodes[i] = (int)i;
+	for (size_t i = 0; i < nruns; i++) {
+		all_runs[i] = i;
+		all_ids[i] = runs[i].run_id;
+	}
+	sched_decisions_init(&d2);
+	snap.delta = &none;
+	const char *how[3] = { "with a delta (view built)", "with an empty delta (view reused)",
+	                       "with every node and run in the delta" };
+	for (int k = 0; k < 3; k++) {
+		snap.delta = k == 2 ? &every : &none;
+		if (sched_cycle(&snap, &d2) != 0)
+			die("sched_cycle %s: %s", how[k], d2.error);
+		same_decisions(&dec, &d2, how[k]);
+	}
+	snap.delta = NULL;
+	sched_decisions_release(&d2);
+}
+
 static void run_core(void)
 {
 	if (ran)
@@ -578,6 +673,7 @@ static void run_core(void)
 	if (sched_cycle(&snap, &dec) != 0)
 		die("sched_cycle: %s", dec.error);
 	check_rules();
+	same_with_delta();
 	ran = true;
 }
 

@@ -1,0 +1,1014 @@
+/*
+ * sched_inc.c - the incremental view of the policy core: what a cycle
+ * rebuilds from the snapshot (nodes by free GPU count, releases of running
+ * runs, quota use, unit maxima), kept in decisions->priv between calls that
+ * pass a struct sched_delta and updated from what changed; and the fast
+ * paths it allows on clusters without topology levels (placement now and
+ * the earliest-start sweep without a pass over every node).
+ *
+ * Exactness: the view describes the snapshot exactly as setup() would build
+ * it, and the fast paths choose what sched__place() and sched__earliest()
+ * choose (the same candidates in the same order: free GPUs, then time key,
+ * then node index). tests/unit/sched (every scenario with and without a
+ * delta) and unit.sim.incremental (whole replays both ways) check it.
+ */
+#include "sched_int.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ lifetime */
+
+static void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		abort();
+	return p;
+}
+
+void sched__inc_free(struct inc *in)
+{
+	if (!in)
+		return;
+	for (int i = 0; i < in->nmodels; i++)
+		free(in->models[i]);
+	free(in->models);
+	free(in->model);
+	free(in->gcount);
+	for (int l = 0; l < SCHED_MAX_LEVELS; l++) {
+		free(in->unit[l]);
+		free(in->agg_free[l]);
+		free(in->agg_cnt[l]);
+	}
+	free(in->up);
+	free(in->bad);
+	free(in->avail);
+	free(in->freemask);
+	free(in->cnt);
+	free(in->bm);
+	free(in->rhead);
+	for (size_t i = 0; i < in->cap_slot; i++)
+		free(in->slot[i].alloc);
+	free(in->slot);
+	free(in->free_slot);
+	free(in->hkey);
+	free(in->hval);
+	free(in->rk);
+	free(in->own_g);
+	free(in->own_j);
+	free(in->pc);
+	free(in->vslot);
+	free(in->vlist);
+	free(in->sc_cand);
+	free(in->sc_pick);
+	free(in->sc_tmp);
+	free(in->sc_mask);
+	free(in->sc_last);
+	free(in->sc_time);
+	free(in->sc_alloc);
+	free(in->sc_alloc2);
+	free(in->sw_stamp);
+	free(in->sw_rm);
+	free(in->sw_last);
+	free(in->sw_blk);
+	free(in->sw_time);
+	free(in->sw_list);
+	free(in->mk_stamp);
+	free(in->touched);
+	free(in->tflag);
+	free(in->ucache.e);
+	free(in->fcache.e);
+	free(in);
+}
+
+static void ctab_clear(struct ctab *t)
+{
+	t->n = 0;
+	if (++t->gen == 0) { /* wrapped: old entries could look live */
+		if (t->cap)
+			memset(t->e, 0, t->cap * sizeof(*t->e));
+		t->gen = 1;
+	}
+}
+
+/* ------------------------------------------------------------ nodes */
+
+static bool node_bad(const struct sched_node *x)
+{
+	return x->used && (x->state == SCHED_NODE_DOWN || (x->used & ~x->healthy));
+}
+
+static uint64_t node_all(const struct sched_node *x)
+{
+	return x->gpu_count >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << x->gpu_count) - 1);
+}
+
+static int node_unit(const struct sched_snapshot *s, size_t n, int l)
+{
+	return s->nodes[n].unit[l] >= 0 ? s->nodes[n].unit[l] : (int)(s->nnodes + n);
+}
+
+/* Adds (+1) or removes (-1) UP node n with free count k to/from the buckets. */
+static void bucket(struct inc *in, int n, int k, int sign)
+{
+	int rows[2] = { in->model[n], in->nmodels };
+	for (int i = 0; i < 2; i++) {
+		size_t b = (size_t)rows[i] * 65 + (size_t)k;
+		uint64_t *w = &in->bm[b * in->nw + (size_t)n / 64];
+		uint64_t bit = (uint64_t)1 << (n % 64);
+		in->cnt[b] += sign;
+		if (sign > 0)
+			*w |= bit;
+		else
+			*w &= ~bit;
+	}
+}
+
+/* sched__bucket_move() for the view: the bitmaps follow the counts. */
+void sched__inc_bucket(struct inc *in, int n, int from, int to)
+{
+	int rows[2] = { in->model[n], in->nmodels };
+	uint64_t bit = (uint64_t)1 << (n % 64);
+	for (int i = 0; i < 2; i++) {
+		size_t b = (size_t)rows[i] * 65;
+		in->bm[(b + (size_t)from) * in->nw + (size_t)n / 64] &= ~bit;
+		in->bm[(b + (size_t)to) * in->nw + (size_t)n / 64] |= bit;
+	}
+}
+
+static const char *model_of(const struct sched_node *x)
+{
+	return x->gpu_model ? x->gpu_model : "";
+}
+
+/* ------------------------------------------------------------ runs */
+
+static size_t hhome(const struct inc *in, int64_t id)
+{
+	uint64_t h = (uint64_t)id * 0x9e3779b97f4a7c15ULL;
+	return (size_t)(h >> 17) & (in->hcap - 1);
+}
+
+static int hget(const struct inc *in, int64_t id)
+{
+	if (!in->hcap)
+		return -1;
+	for (size_t k = hhome(in, id); in->hval[k] >= 0; k = (k + 1) & (in->hcap - 1))
+		if (in->hkey[k] == id)
+			return in->hval[k];
+	return -1;
+}
+
+static void hput(struct inc *in, int64_t id, int slot)
+{
+	if ((in->nlive + 1) * 2 > in->hcap) {
+		size_t ocap = in->hcap;
+		int64_t *okey = in->hkey;
+		int *oval = in->hval;
+		in->hcap = ocap ? ocap * 2 : 64;
+		in->hkey = sched__xmalloc(in->hcap * sizeof(int64_t));
+		in->hval = sched__xmalloc(in->hcap * sizeof(int));
+		for (size_t i = 0; i < in->hcap; i++)
+			in->hval[i] = -1;
+		for (size_t i = 0; i < ocap; i++) {
+			if (oval[i] < 0)
+				continue;
+			size_t k = hhome(in, okey[i]);
+			while (in->hval[k] >= 0)
+				k = (k + 1) & (in->hcap - 1);
+			in->hkey[k] = okey[i];
+			in->hval[k] = oval[i];
+		}
+		free(okey);
+		free(oval);
+	}
+	size_t k = hhome(in, id);
+	while (in->hval[k] >= 0)
+		k = (k + 1) & (in->hcap - 1);
+	in->hkey[k] = id;
+	in->hval[k] = slot;
+}
+
+/* Linear probing deletion by backward shift: no tombstones. */
+static void hdel(struct inc *in, int64_t id)
+{
+	size_t mask = in->hcap - 1, i = hhome(in, id);
+	while (in->hkey[i] != id || in->hval[i] < 0)
+		i = (i + 1) & mask;
+	in->hval[i] = -1;
+	for (size_t j = (i + 1) & mask; in->hval[j] >= 0; j = (j + 1) & mask) {
+		size_t k = hhome(in, in->hkey[j]);
+		bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+		if (stays)
+			continue;
+		in->hkey[i] = in->hkey[j];
+		in->hval[i] = in->hval[j];
+		in->hval[j] = -1;
+		i = j;
+	}
+}
+
+static size_t rk_lower(const struct inc *in, int64_t t)
+{
+	size_t lo = 0, hi = in->nrk;
+	while (lo < hi) {
+		size_t m = (lo + hi) / 2;
+		if (in->rk[m].t < t)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	return lo;
+}
+
+static void prio_add(struct inc *in, int prio, int d)
+{
+	size_t i = 0;
+	while (i < in->npc && in->pc[i].prio < prio)
+		i++;
+	if (i == in->npc || in->pc[i].prio != prio) {
+		in->pc = sched__grow(in->pc, &in->cap_pc, in->npc + 1, sizeof(*in->pc));
+		memmove(&in->pc[i + 1], &in->pc[i], (in->npc - i) * sizeof(*in->pc));
+		in->pc[i] = (struct pcount){ prio, 0 };
+		in->npc++;
+	}
+	in->pc[i].n += d;
+	if (in->pc[i].n == 0) {
+		memmove(&in->pc[i], &in->pc[i + 1], (in->npc - i - 1) * sizeof(*in->pc));
+		in->npc--;
+	}
+}
+
+/* Copies run r into a slot. false: the view cannot hold it (stopping, or its id twice). */
+static bool run_add(struct inc *in, const struct sched_run *r, bool sorted)
+{
+	if (r->stopping || hget(in, r->run_id) >= 0)
+		return false;
+	int k;
+	if (in->nfree) {
+		k = in->free_slot[--in->nfree];
+	} else {
+		size_t old = in->cap_slot;
+		in->slot = sched__grow(in->slot, &in->cap_slot, old + 1, sizeof(*in->slot));
+		memset(&in->slot[old], 0, (in->cap_slot - old) * sizeof(*in->slot));
+		in->free_slot = xrealloc(in->free_slot, in->cap_slot * sizeof(int));
+		in->vslot = xrealloc(in->vslot, in->cap_slot * sizeof(bool));
+		memset(&in->vslot[old], 0, (in->cap_slot - old) * sizeof(bool));
+		for (size_t i = in->cap_slot; i-- > old + 1;)
+			in->free_slot[in->nfree++] = (int)i;
+		k = (int)old;
+	}
+	struct islot *x = &in->slot[k];
+	int g = 0;
+	for (size_t a = 0; a < r->nalloc; a++)
+		g += sched__pc(r->alloc[a].gpus);
+	free(x->alloc);
+	x->alloc = sched__xmalloc((r->nalloc + 1) * sizeof(*x->alloc));
+	if (r->nalloc)
+		memcpy(x->alloc, r->alloc, r->nalloc * sizeof(*x->alloc));
+	x->nalloc = r->nalloc;
+	x->run_id = r->run_id;
+	x->end = r->start + (r->time_limit > 0 ? r->time_limit : 1);
+	x->tenant = r->tenant;
+	x->gpus = g;
+	x->priority = r->priority;
+	x->preemptible = r->preemptible;
+	x->live = true;
+	hput(in, r->run_id, k);
+	in->nlive++;
+	in->own_g[r->tenant] += g;
+	in->own_j[r->tenant]++;
+	if (r->preemptible)
+		prio_add(in, r->priority, +1);
+	if (r->nalloc) {
+		in->rk = sched__grow(in->rk, &in->cap_rk, in->nrk + 1, sizeof(*in->rk));
+		size_t at = in->nrk;
+		if (sorted) {
+			at = rk_lower(in, x->end + 1);
+			memmove(&in->rk[at + 1], &in->rk[at], (in->nrk - at) * sizeof(*in->rk));
+		}
+		in->rk[at] = (struct rkey){ x->end, k };
+		in->nrk++;
+	}
+	return true;
+}
+
+static bool run_del(struct inc *in, int64_t run_id)
+{
+	int k = hget(in, run_id);
+	if (k < 0)
+		return false;
+	struct islot *x = &in->slot[k];
+	if (x->nalloc) {
+		size_t i = rk_lower(in, x->end);
+		while (i < in->nrk && in->rk[i].slot != k)
+			i++;
+		if (i == in->nrk)
+			abort(); /* a live run with GPUs always has its release */
+		memmove(&in->rk[i], &in->rk[i + 1], (in->nrk - i - 1) * sizeof(*in->rk));
+		in->nrk--;
+	}
+	in->own_g[x->tenant] -= x->gpus;
+	in->own_j[x->tenant]--;
+	if (x->preemptible)
+		prio_add(in, x->priority, -1);
+	hdel(in, run_id);
+	x->live = false;
+	in->nlive--;
+	in->free_slot[in->nfree++] = k;
+	return true;
+}
+
+static int rk_cmp(const void *a, const void *b)
+{
+	const struct rkey *x = a, *y = b;
+	return (x->t > y->t) - (x->t < y->t);
+}
+
+/* ------------------------------------------------------------ build, apply */
+
+/* 0 built; 2 the view cannot describe this snapshot (the caller uses the full path). */
+static int build(struct cyc *c, struct inc *in)
+{
+	const struct sched_snapshot *s = c->s;
+	size_t nn = s->nnodes, ns = nn ? nn : 1;
+	in->nn = nn;
+	in->nlevels = s->settings.nlevels;
+	in->ntenants = s->ntenants;
+	in->models = sched__xcalloc(nn + 1, sizeof(char *));
+	in->model = sched__xcalloc(ns, sizeof(int));
+	in->gcount = sched__xcalloc(ns, sizeof(int));
+	for (size_t i = 0; i < nn; i++) {
+		const char *m = model_of(&s->nodes[i]);
+		int id = -1;
+		for (int k = 0; k < in->nmodels; k++)
+			if (strcmp(in->models[k], m) == 0) {
+				id = k;
+				break;
+			}
+		if (id < 0) {
+			size_t len = strlen(m);
+			id = in->nmodels++;
+			in->models[id] = sched__xmalloc(len + 1);
+			memcpy(in->models[id], m, len + 1);
+		}
+		in->model[i] = id;
+		in->gcount[i] = s->nodes[i].gpu_count;
+	}
+	for (int l = 0; l < in->nlevels; l++) {
+		in->agg_free[l] = sched__xcalloc(2 * nn + 1, sizeof(int));
+		in->agg_cnt[l] = sched__xcalloc(2 * nn + 1, sizeof(int));
+		in->unit[l] = sched__xcalloc(ns, sizeof(int));
+		for (size_t i = 0; i < nn; i++)
+			in->unit[l][i] = node_unit(s, i, l);
+	}
+	in->nw = (nn + 63) / 64 + 1;
+	in->up = sched__xcalloc(ns, sizeof(bool));
+	in->bad = sched__xcalloc(ns, sizeof(bool));
+	in->avail = sched__xcalloc(ns, sizeof(uint64_t));
+	in->freemask = sched__xcalloc(ns, sizeof(uint64_t));
+	in->cnt = sched__xcalloc((size_t)(in->nmodels + 1) * 65, sizeof(int));
+	in->bm = sched__xcalloc((size_t)(in->nmodels + 1) * 65 * in->nw, sizeof(uint64_t));
+	in->rhead = sched__xmalloc(ns * sizeof(int));
+	for (size_t i = 0; i < nn; i++) {
+		const struct sched_node *x = &s->nodes[i];
+		in->total_gpus += x->gpu_count;
+		in->rhead[i] = -1;
+		in->up[i] = x->state == SCHED_NODE_UP;
+		in->avail[i] = in->up[i] ? (x->healthy & node_all(x)) : 0;
+		in->freemask[i] = in->avail[i] & ~x->used;
+		if (in->up[i])
+			bucket(in, (int)i, sched__pc(in->freemask[i]), +1);
+		in->bad[i] = node_bad(x);
+		in->nbad += in->bad[i];
+	}
+	in->own_g = sched__xcalloc(s->ntenants + 1, sizeof(int64_t));
+	in->own_j = sched__xcalloc(s->ntenants + 1, sizeof(int));
+	for (size_t i = 0; i < s->nruns; i++)
+		if (!run_add(in, &s->runs[i], false))
+			return 2;
+	qsort(in->rk, in->nrk, sizeof(*in->rk), rk_cmp);
+	in->sc_cand = sched__xmalloc(ns * sizeof(struct cand));
+	in->sc_pick = sched__xmalloc(ns * sizeof(struct cand));
+	in->sc_tmp = sched__xmalloc(ns * sizeof(struct cand));
+	in->sc_mask = sched__xmalloc(ns * sizeof(uint64_t));
+	in->sc_last = sched__xmalloc(ns * sizeof(uint64_t));
+	in->sc_time = sched__xmalloc(ns * sizeof(int64_t));
+	in->sc_alloc = sched__xmalloc(ns * sizeof(struct sched_alloc));
+	in->sc_alloc2 = sched__xmalloc(ns * sizeof(struct sched_alloc));
+	in->sw_stamp = sched__xcalloc(ns, sizeof(uint32_t));
+	in->sw_rm = sched__xmalloc(ns * sizeof(uint64_t));
+	in->sw_last = sched__xmalloc(ns * sizeof(uint64_t));
+	in->sw_blk = sched__xmalloc(ns * sizeof(uint64_t));
+	in->sw_time = sched__xmalloc(ns * sizeof(int64_t));
+	in->sw_list = sched__xmalloc(ns * sizeof(int));
+	in->mk_stamp = sched__xcalloc(ns, sizeof(uint32_t));
+	in->touched = sched__xmalloc(ns * sizeof(int));
+	in->tflag = sched__xcalloc(ns, sizeof(bool));
+	return 0;
+}
+
+static int bad_delta(struct cyc *c, const char *fmt, long long v)
+{
+	snprintf(c->d->error, sizeof(c->d->error), fmt, v);
+	return SCHED_EINVAL;
+}
+
+static int bad_job(struct cyc *c, const struct sched_job *j, const char *what)
+{
+	snprintf(c->d->error, sizeof(c->d->error), "job %lld: %s", (long long)j->id, what);
+	return SCHED_EINVAL;
+}
+
+/*
+ * What validate() checks, for what may differ from the previous snapshot:
+ * the pending jobs, users added since, the listed nodes and the added runs
+ * (the tenant tree and existing users' tenants are the same by contract).
+ */
+static int validate_delta(struct cyc *c, const struct inc *in)
+{
+	const struct sched_snapshot *s = c->s;
+	const struct sched_delta *d = s->delta;
+	for (size_t i = in->nusers; i < s->nusers; i++)
+		if (s->users[i].tenant < 0 || (size_t)s->users[i].tenant >= s->ntenants)
+			return bad_delta(c, "user %lld: tenant out of range", (long long)i);
+	for (size_t i = 0; i < s->njobs; i++) {
+		const struct sched_job *j = &s->jobs[i];
+		if (j->tenant < 0 || (size_t)j->tenant >= s->ntenants)
+			return bad_job(c, j, "tenant out of range");
+		if (j->user >= 0 && (size_t)j->user >= s->nusers)
+			return bad_job(c, j, "user out of range");
+		if (j->nodes < 1 || j->min_nodes < 0 || j->min_nodes > j->nodes)
+			return bad_job(c, j, "nodes or min_nodes out of range");
+		if (j->gpus_per_node < 0 || j->gpus_per_node > SCHED_MAX_GPUS)
+			return bad_job(c, j, "gpus_per_node out of range");
+		if (j->topo_required >= s->settings.nlevels || j->topo_preferred >= s->settings.nlevels)
+			return bad_job(c, j, "topology level out of range");
+	}
+	for (size_t i = 0; i < d->nnodes; i++) {
+		if (d->nodes[i] < 0 || (size_t)d->nodes[i] >= s->nnodes)
+			return bad_delta(c, "delta: node index %lld out of range", (long long)d->nodes[i]);
+		const struct sched_node *n = &s->nodes[d->nodes[i]];
+		if (n->gpu_count < 0 || n->gpu_count > SCHED_MAX_GPUS)
+			return bad_delta(c, "node: gpu_count %lld out of range", (long long)n->gpu_count);
+		for (int l = 0; l < s->settings.nlevels; l++)
+			if (n->unit[l] < -1 || (n->unit[l] >= 0 && (size_t)n->unit[l] >= s->nnodes))
+				return bad_delta(c, "node: unit %lld out of range", (long long)n->unit[l]);
+	}
+	for (size_t i = 0; i < d->nadded; i++) {
+		if (d->added[i] >= s->nruns)
+			return bad_delta(c, "delta: run index %lld out of range", (long long)d->added[i]);
+		const struct sched_run *r = &s->runs[d->added[i]];
+		if (r->tenant < 0 || (size_t)r->tenant >= s->ntenants)
+			return bad_delta(c, "run %lld: tenant out of range", (long long)r->run_id);
+		for (size_t k = 0; k < r->nalloc; k++)
+			if (r->alloc[k].node < 0 || (size_t)r->alloc[k].node >= s->nnodes)
+				return bad_delta(c, "run %lld: allocation node out of range", (long long)r->run_id);
+	}
+	return 0;
+}
+
+/* 0 applied; 1 rebuild from the snapshot; 2 the view cannot describe it. */
+static int apply(struct cyc *c, struct inc *in)
+{
+	const struct sched_snapshot *s = c->s;
+	const struct sched_delta *d = s->delta;
+	for (size_t i = 0; i < d->nnodes; i++) {
+		int n = d->nodes[i];
+		const struct sched_node *x = &s->nodes[n];
+		if (x->gpu_count != in->gcount[n] || strcmp(in->models[in->model[n]], model_of(x)) != 0)
+			return 1;
+		for (int l = 0; l < in->nlevels; l++)
+			if (node_unit(s, (size_t)n, l) != in->unit[l][n])
+				return 1;
+		bool up = x->state == SCHED_NODE_UP;
+		uint64_t avail = up ? (x->healthy & node_all(x)) : 0;
+		uint64_t fm = avail & ~x->used;
+		if (up != in->up[n] || avail != in->avail[n])
+			ctab_clear(&in->ucache); /* unit maxima over healthy nodes changed */
+		if (in->up[n])
+			bucket(in, n, sched__pc(in->freemask[n]), -1);
+		if (up)
+			bucket(in, n, sched__pc(fm), +1);
+		in->up[n] = up;
+		in->avail[n] = avail;
+		in->freemask[n] = fm;
+		in->nbad -= in->bad[n];
+		in->bad[n] = node_bad(x);
+		in->nbad += in->bad[n];
+	}
+	for (size_t i = 0; i < d->nremoved; i++)
+		if (!run_del(in, d->removed[i]))
+			return 1;
+	for (size_t i = 0; i < d->nadded; i++)
+		if (!run_add(in, &s->runs[d->added[i]], true))
+			return s->runs[d->added[i]].stopping ? 2 : 1;
+	return in->nlive == s->nruns ? 0 : 1;
+}
+
+int sched__inc_begin(struct cyc *c, int (*validate)(struct cyc *))
+{
+	const struct sched_snapshot *s = c->s;
+	struct inc *in = c->inc;
+	int ret, st = 1;
+	c->inc = NULL;
+	if (s->settings.predict) /* run ends move with now: the full path */
+		goto out_full;
+	if (in && in->nn == s->nnodes && in->nlevels == s->settings.nlevels && in->ntenants == s->ntenants &&
+	    in->nusers <= s->nusers) {
+		if ((ret = validate_delta(c, in))) {
+			sched__inc_free(in);
+			return ret;
+		}
+		st = apply(c, in);
+	}
+	if (st == 1) {
+		sched__inc_free(in);
+		if ((ret = validate(c)))
+			return ret;
+		in = sched__xcalloc(1, sizeof(*in));
+		st = build(c, in);
+	}
+	if (st != 0)
+		goto out_full;
+	in->nusers = s->nusers;
+	c->inc = in;
+	c->now = s->now;
+	c->nn = s->nnodes;
+	c->nmodels = in->nmodels;
+	c->models = (const char **)in->models;
+	c->model = in->model;
+	for (int l = 0; l < in->nlevels; l++) {
+		c->unit[l] = in->unit[l];
+		c->agg_free[l] = in->agg_free[l];
+		c->agg_cnt[l] = in->agg_cnt[l];
+	}
+	c->up = in->up;
+	c->avail = in->avail;
+	c->freemask = in->freemask;
+	c->cnt = in->cnt;
+	c->rhead = in->rhead;
+	c->total_gpus = in->total_gpus;
+	c->sc_cand = in->sc_cand;
+	c->sc_mask = in->sc_mask;
+	c->sc_last = in->sc_last;
+	c->sc_time = in->sc_time;
+	c->sc_alloc = in->sc_alloc;
+	c->sc_alloc2 = in->sc_alloc2;
+	ctab_clear(&in->fcache);
+	c->fcache = &in->fcache;
+	c->ucache = &in->ucache;
+	c->tgpus = sched__xcalloc(s->ntenants + 1, sizeof(int64_t));
+	c->tjobs = sched__xcalloc(s->ntenants + 1, sizeof(int));
+	for (size_t t = 0; t < s->ntenants; t++) {
+		if (!in->own_j[t] && !in->own_g[t])
+			continue;
+		int u = (int)t; /* as setup()'s tenant_add(), once per tenant instead of once per run */
+		for (int depth = 0; u >= 0 && depth <= (int)s->ntenants; depth++) {
+			c->tgpus[u] += in->own_g[t];
+			c->tjobs[u] += in->own_j[t];
+			u = s->tenants[u].parent;
+		}
+	}
+	c->victim = sched__xcalloc(s->nruns + 1, sizeof(bool));
+	c->min_preempt_prio = in->npc ? in->pc[0].prio : INT_MAX;
+	c->min_stopping_prio = INT_MAX;
+	c->max_stopping_end = 0;
+	return 0;
+out_full:
+	sched__inc_free(in);
+	c->inc = NULL;
+	return 0;
+}
+
+/* Back to the snapshot: undo this cycle's starts and reservations. */
+void sched__inc_end(struct cyc *c)
+{
+	struct inc *in = c->inc;
+	const struct sched_snapshot *s = c->s;
+	for (size_t i = 0; i < in->ntouched; i++) {
+		int n = in->touched[i];
+		uint64_t fm = in->avail[n] & ~s->nodes[n].used;
+		if (in->up[n]) {
+			bucket(in, n, sched__pc(in->freemask[n]), -1);
+			bucket(in, n, sched__pc(fm), +1);
+		}
+		in->freemask[n] = fm;
+		in->tflag[n] = false;
+	}
+	in->ntouched = 0;
+	for (size_t i = 0; i < c->nresv; i++)
+		in->rhead[c->resv[i].node] = -1;
+	for (size_t i = 0; i < in->nvlist; i++)
+		in->vslot[in->vlist[i]] = false;
+	in->nvlist = 0;
+}
+
+void sched__inc_touch(struct cyc *c, int n)
+{
+	struct inc *in = c->inc;
+	if (!in->tflag[n]) {
+		in->tflag[n] = true;
+		in->touched[in->ntouched++] = n;
+	}
+}
+
+void sched__inc_victim(struct cyc *c, size_t ri)
+{
+	struct inc *in = c->inc;
+	int k = hget(in, c->s->runs[ri].run_id);
+	if (k < 0 || in->vslot[k])
+		return;
+	in->vslot[k] = true;
+	in->vlist = sched__grow(in->vlist, &in->cap_vlist, in->nvlist + 1, sizeof(int));
+	in->vlist[in->nvlist++] = k;
+}
+
+bool sched__rel_victim(const struct cyc *c, const struct rel *r)
+{
+	return c->inc ? c->inc->vslot[r->run] : c->victim[r->run];
+}
+
+static int64_t rel_time(const struct cyc *c, int64_t end)
+{
+	return end <= c->now ? c->now + 1 : end; /* as sched__run_end() */
+}
+
+/* c->rel as setup() builds it, for the general sweep (topology levels). */
+void sched__inc_rel(struct cyc *c)
+{
+	struct inc *in = c->inc;
+	c->rel = sched__xmalloc((in->nrk + 1) * sizeof(*c->rel));
+	c->nrel = in->nrk;
+	for (size_t i = 0; i < in->nrk; i++) {
+		const struct islot *x = &in->slot[in->rk[i].slot];
+		c->rel[i] = (struct rel){ rel_time(c, in->rk[i].t), -1, 0, in->rk[i].slot, (int)x->nalloc, x->alloc };
+	}
+}
+
+void sched__run_gpus(struct cyc *c)
+{
+	const struct sched_snapshot *s = c->s;
+	c->run_gpus = sched__xcalloc(s->nruns + 1, sizeof(int));
+	for (size_t i = 0; i < s->nruns; i++)
+		for (size_t k = 0; k < s->runs[i].nalloc; k++)
+			c->run_gpus[i] += sched__pc(s->runs[i].alloc[k].gpus);
+}
+
+/* ------------------------------------------------------------ fast placement */
+
+static bool model_ok(const struct cyc *c, const struct req *q, int n)
+{
+	return q->model == -1 || (q->model >= 0 && c->model[n] == q->model);
+}
+
+static bool eligible(const struct cyc *c, const struct req *q, int n, uint64_t m)
+{
+	return c->up[n] && model_ok(c, q, n) && sched__pc(m & c->avail[n]) >= q->g;
+}
+
+static uint64_t blocked_at(const struct cyc *c, int n, int64_t t, int64_t rt)
+{
+	uint64_t m = 0;
+	for (int r = c->rhead[n]; r >= 0; r = c->resv[r].next)
+		if (c->resv[r].start < t + rt && t < c->resv[r].end)
+			m |= c->resv[r].mask;
+	return m;
+}
+
+static int node_cmp(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+	return (x->node > y->node) - (x->node < y->node);
+}
+
+/*
+ * Merge sort on a scratch array (qsort allocates, and this runs for every
+ * placement). Both orders are total (the node breaks ties), so any correct
+ * sort gives qsort's result.
+ */
+static void cand_sort(struct cand *v, size_t n, struct cand *tmp, int (*cmp)(const void *, const void *))
+{
+	if (n <= 16) {
+		for (size_t i = 1; i < n; i++) {
+			struct cand x = v[i];
+			size_t j = i;
+			for (; j > 0 && cmp(&v[j - 1], &x) > 0; j--)
+				v[j] = v[j - 1];
+			v[j] = x;
+		}
+		return;
+	}
+	size_t h = n / 2;
+	cand_sort(v, h, tmp, cmp);
+	cand_sort(v + h, n - h, tmp, cmp);
+	size_t i = 0, j = h, k = 0;
+	while (i < h && j < n)
+		tmp[k++] = cmp(&v[j], &v[i]) < 0 ? v[j++] : v[i++];
+	while (i < h)
+		tmp[k++] = v[i++];
+	memcpy(v, tmp, k * sizeof(*v)); /* v[j..n) is in place already */
+}
+
+/* The nodes of one bucket in index order, skipping marked ones. */
+struct bucket_it {
+	const uint64_t *w;
+	size_t nw, i;
+	uint64_t bits;
+	const uint32_t *mark;
+	uint32_t cur;
+};
+
+static int bucket_next(struct bucket_it *it)
+{
+	for (;;) {
+		while (!it->bits) {
+			if (it->i >= it->nw)
+				return INT_MAX;
+			it->bits = it->w[it->i++];
+		}
+		int n = (int)((it->i - 1) * 64) + __builtin_ctzll(it->bits);
+		it->bits &= it->bits - 1;
+		if (it->mark[n] != it->cur)
+			return n;
+	}
+}
+
+/*
+ * sched__place() without topology levels, on this cycle's free GPUs
+ * (PLACE_NOW) or on the sweep's (PLACE_LATER). The candidates that need a
+ * look of their own ("special": reserved nodes, and for PLACE_LATER the
+ * nodes the sweep released GPUs on) are built as sched__place() builds them
+ * and sorted; every other candidate has key INT64_MAX (PLACE_NOW) or -now
+ * (PLACE_LATER) and its free GPUs are its free count, so the buckets list
+ * them in order. The merge yields the leaf order, whose first `want` are
+ * what pick() and place_one() choose.
+ */
+size_t sched__place_flat(struct cyc *c, const struct req *q, int64_t t0, int64_t t1, enum place_mode mode,
+                         struct sched_alloc *out)
+{
+	struct inc *in = c->inc;
+	struct cand *sp = c->sc_cand;
+	size_t nsp = 0, counted = 0;
+	size_t hs[SCHED_MAX_GPUS + 1] = { 0 }; /* special candidates by usable GPUs */
+	size_t hb[SCHED_MAX_GPUS + 1] = { 0 }; /* special nodes the buckets hold, by free count */
+	if (q->model == -2 || q->nmax < 1)
+		return 0;
+	int row = q->model < 0 ? c->nmodels : q->model;
+	if (++in->mk_cur == 0) {
+		memset(in->mk_stamp, 0, in->nn * sizeof(uint32_t));
+		in->mk_cur = 1;
+	}
+	size_t nlist = mode == PLACE_LATER ? in->nsw : c->nresv;
+	for (size_t i = 0; i < nlist; i++) {
+		int n = mode == PLACE_LATER ? in->sw_list[i] : c->resv[i].node;
+		if (in->mk_stamp[n] == in->mk_cur)
+			continue;
+		in->mk_stamp[n] = in->mk_cur;
+		if (!c->up[n] || !model_ok(c, q, n))
+			continue;
+		int k = sched__pc(c->freemask[n]);
+		if (k >= q->g) { /* in a bucket nodes_ge() counts */
+			counted++;
+			hb[k]++;
+		}
+		uint64_t m = (mode == PLACE_LATER ? in->sw_rm[n] : c->freemask[n]) & c->avail[n];
+		if (sched__pc(m) < q->g)
+			continue;
+		int64_t key = INT64_MAX;
+		uint64_t pref = 0;
+		for (int r = c->rhead[n]; r >= 0; r = c->resv[r].next) {
+			const struct resv *x = &c->resv[r];
+			if (x->start < t1 && t0 < x->end) {
+				m &= ~x->mask;
+			} else if (mode == PLACE_NOW && x->start >= t1) {
+				if (x->start < key)
+					key = x->start;
+				pref |= x->mask;
+			}
+		}
+		int f = sched__pc(m);
+		if (f < q->g)
+			continue;
+		if (mode == PLACE_LATER) {
+			key = -in->sw_time[n];
+			pref = in->sw_last[n];
+		}
+		sp[nsp++] = (struct cand){ n, f, key, m, pref };
+		hs[f]++;
+	}
+	size_t plain = (size_t)sched__nodes_ge(c, q->model, q->g) - counted;
+	size_t ne = nsp + plain;
+	if (ne < (size_t)q->nmin)
+		return 0;
+	size_t want = q->nmax == 1 ? 1 : (ne < (size_t)q->nmax ? ne : (size_t)q->nmax);
+	/*
+	 * F: the usable GPU count of the last candidate taken in leaf order.
+	 * Every candidate below F is taken whatever its key; at F the first
+	 * (want - below) in (key, node) order.
+	 */
+	size_t below = 0;
+	int F = q->g;
+	for (; F < SCHED_MAX_GPUS; F++) {
+		size_t here = hs[F] + (size_t)c->cnt[row * 65 + F] - hb[F];
+		if (below + here >= want)
+			break;
+		below += here;
+	}
+	int64_t K = mode == PLACE_LATER ? -c->now : INT64_MAX;
+	struct cand *ch = in->sc_pick;
+	size_t nc = 0, nf = 0;
+	for (size_t i = 0; i < nsp; i++) {
+		if (sp[i].free < F)
+			ch[nc++] = sp[i];
+		else if (sp[i].free == F)
+			sp[nf++] = sp[i];
+	}
+	for (int f = q->g; f <= F; f++) {
+		if ((size_t)c->cnt[row * 65 + f] == hb[f])
+			continue;
+		struct bucket_it it = { &in->bm[((size_t)row * 65 + (size_t)f) * in->nw], in->nw, 0, 0, in->mk_stamp,
+		                        in->mk_cur };
+		int pn = bucket_next(&it);
+		if (f < F) {
+			for (; pn != INT_MAX; pn = bucket_next(&it)) {
+				uint64_t fm = c->freemask[pn];
+				ch[nc++] = (struct cand){ pn, f, K, fm, mode == PLACE_LATER ? fm : 0 };
+			}
+			continue;
+		}
+		if (nf > 1)
+			cand_sort(sp, nf, in->sc_tmp, sched__leaf_cmp);
+		size_t i = 0;
+		while (nc < want && i < nf && sp[i].key < K)
+			ch[nc++] = sp[i++];
+		while (nc < want) {
+			bool sk = i < nf && sp[i].key == K;
+			if (!sk && pn == INT_MAX)
+				break;
+			if (sk && sp[i].node < pn) {
+				ch[nc++] = sp[i++];
+			} else {
+				uint64_t fm = c->freemask[pn];
+				ch[nc++] = (struct cand){ pn, f, K, fm, mode == PLACE_LATER ? fm : 0 };
+				pn = bucket_next(&it);
+			}
+		}
+		nf -= i;
+		memmove(sp, sp + i, nf * sizeof(*sp)); /* what is left: keys above K */
+	}
+	if ((size_t)c->cnt[row * 65 + F] == hb[F] && nf > 1)
+		cand_sort(sp, nf, in->sc_tmp, sched__leaf_cmp);
+	for (size_t i = 0; nc < want && i < nf; i++)
+		ch[nc++] = sp[i];
+	if (nc != want)
+		abort(); /* the buckets disagree with the counts: a bug, never a wrong placement */
+	if (nc > 1)
+		cand_sort(ch, nc, in->sc_tmp, node_cmp);
+	for (size_t k = 0; k < nc; k++)
+		out[k] = (struct sched_alloc){ ch[k].node, sched__take_bits(ch[k].pref, ch[k].mask, q->g) };
+	return nc;
+}
+
+/* ------------------------------------------------------------ fast sweep */
+
+static void sw_get(struct cyc *c, int n, int64_t rt)
+{
+	struct inc *in = c->inc;
+	if (in->sw_stamp[n] == in->sw_cur)
+		return;
+	in->sw_stamp[n] = in->sw_cur;
+	in->sw_rm[n] = c->freemask[n];
+	in->sw_last[n] = c->freemask[n];
+	in->sw_time[n] = c->now;
+	in->sw_blk[n] = c->rhead[n] >= 0 ? blocked_at(c, n, c->now, rt) : 0;
+	in->sw_list[in->nsw++] = n;
+}
+
+struct bev {
+	int64_t t;
+	int node;
+};
+
+static int bev_cmp(const void *a, const void *b)
+{
+	const struct bev *x = a, *y = b;
+	if (x->t != y->t)
+		return (x->t > y->t) - (x->t < y->t);
+	return (x->node > y->node) - (x->node < y->node);
+}
+
+/*
+ * sched__earliest() without topology levels: the same sweep over the same
+ * events, but a node's state is set up when an event first touches it and
+ * the count of eligible nodes starts from the buckets, so its cost follows
+ * the events swept, not the cluster size.
+ */
+int64_t sched__earliest_flat(struct cyc *c, const struct req *q, int64_t rt, struct sched_alloc *out, size_t *na)
+{
+	struct inc *in = c->inc;
+	int64_t now = c->now;
+	*na = 0;
+	if (q->model == -2)
+		return SCHED_NEVER;
+	if (++in->sw_cur == 0) {
+		memset(in->sw_stamp, 0, in->nn * sizeof(uint32_t));
+		in->sw_cur = 1;
+	}
+	in->nsw = 0;
+	struct bev *bev = c->nresv ? sched__xmalloc(2 * c->nresv * sizeof(*bev)) : NULL;
+	size_t nbev = 0;
+	for (size_t i = 0; i < c->nresv; i++) {
+		const struct resv *r = &c->resv[i];
+		int64_t from = r->start - rt + 1;
+		if (r->end <= now)
+			continue;
+		if (from > now && from < r->end)
+			bev[nbev++] = (struct bev){ from, r->node };
+		bev[nbev++] = (struct bev){ r->end, r->node };
+	}
+	if (nbev > 1)
+		qsort(bev, nbev, sizeof(*bev), bev_cmp);
+	size_t ec = (size_t)sched__nodes_ge(c, q->model, q->g);
+	for (size_t i = 0; i < c->nresv; i++) {
+		int n = c->resv[i].node;
+		if (in->sw_stamp[n] == in->sw_cur)
+			continue;
+		bool counted = c->up[n] && model_ok(c, q, n) && sched__pc(c->freemask[n]) >= q->g;
+		sw_get(c, n, rt);
+		bool el = eligible(c, q, n, in->sw_rm[n] & ~in->sw_blk[n]);
+		ec = ec - counted + el;
+	}
+	size_t i = 0, j = 0, k = 0;
+	int64_t t = now, found = SCHED_NEVER;
+	for (;;) {
+		if (ec >= (size_t)q->nmin) {
+			*na = sched__place_flat(c, q, t, t + rt, PLACE_LATER, out);
+			if (*na) {
+				found = t;
+				break;
+			}
+		}
+		while (i < in->nrk && in->vslot[in->rk[i].slot])
+			i++;
+		t = INT64_MAX;
+		if (i < in->nrk)
+			t = rel_time(c, in->rk[i].t);
+		if (j < c->ncrel && c->crel[j].t < t)
+			t = c->crel[j].t;
+		if (k < nbev && bev[k].t < t)
+			t = bev[k].t;
+		if (t == INT64_MAX)
+			break;
+		for (;;) {
+			int cnt;
+			const struct sched_alloc *alloc = NULL;
+			int node = -1;
+			uint64_t mask = 0;
+			if (i < in->nrk && rel_time(c, in->rk[i].t) == t) {
+				const struct islot *x = &in->slot[in->rk[i++].slot];
+				if (in->vslot[in->rk[i - 1].slot])
+					continue;
+				cnt = (int)x->nalloc;
+				alloc = x->alloc;
+			} else if (j < c->ncrel && c->crel[j].t == t) {
+				const struct rel *r = &c->crel[j++];
+				cnt = r->node >= 0 ? 1 : r->nalloc;
+				alloc = r->node >= 0 ? NULL : r->alloc;
+				node = r->node;
+				mask = r->mask;
+			} else if (k < nbev && bev[k].t == t) {
+				int n = bev[k++].node;
+				sw_get(c, n, rt);
+				bool was = eligible(c, q, n, in->sw_rm[n] & ~in->sw_blk[n]);
+				in->sw_blk[n] = blocked_at(c, n, t, rt);
+				bool is = eligible(c, q, n, in->sw_rm[n] & ~in->sw_blk[n]);
+				if (was != is)
+					ec = is ? ec + 1 : ec - 1;
+				continue;
+			} else {
+				break;
+			}
+			for (int a = 0; a < cnt; a++) {
+				int n = alloc ? alloc[a].node : node;
+				uint64_t m = alloc ? alloc[a].gpus : mask;
+				sw_get(c, n, rt);
+				bool was = eligible(c, q, n, in->sw_rm[n] & ~in->sw_blk[n]);
+				in->sw_rm[n] |= m & c->avail[n];
+				if (in->sw_time[n] != t) {
+					in->sw_time[n] = t;
+					in->sw_last[n] = 0;
+				}
+				in->sw_last[n] |= m;
+				bool is = eligible(c, q, n, in->sw_rm[n] & ~in->sw_blk[n]);
+				if (was != is)
+					ec = is ? ec + 1 : ec - 1;
+			}
+		}
+	}
+	free(bev);
+	return found;
+}
