@@ -282,7 +282,9 @@ struct store_sched_decisions {
  * event run.shrunk {from, to, lost: [node names], epoch}, NOTIFY
  * muster_agents for every node of the run (the lost ones stop their part,
  * the kept ones rewrite the hostfile). A run no longer live and running, or
- * one that would keep no node, is left alone.
+ * one that would keep no node, is left alone. A shrunk run whose kept nodes
+ * all reported their part exited 0 already is ended COMPLETED (no report
+ * is coming any more) and finished by the next cycle.
  */
 int store_sched_apply(PGconn *c, int64_t epoch, const struct store_sched_decisions *d, int *started,
 		      struct mu_error *err) __attribute__((warn_unused_result));

@@ -692,6 +692,23 @@ static int apply_shrinks(PGconn *c, int64_t epoch, const struct store_sched_deci
 		" SELECT pg_notify('muster_agents', n.name) FROM nodes n WHERE n.id IN"
 		"   (SELECT a.node_id FROM run_allocations a WHERE a.run_id IN (SELECT id FROM u))",
 		4, p, NULL, err);
+	/* Every kept node may already have reported its part exited 0 while
+	 * the lost one held the run open: no report is coming any more, so
+	 * the run completes here (a failed part would have ended it at once). */
+	if (!ret)
+		ret = store_db_exec(
+			c,
+			"WITH d AS (UPDATE runs r SET ended_at = now(), state = 'COMPLETED', exit_code = 0,"
+			"   started_at = coalesce(r.started_at, now())"
+			"   WHERE r.id = ANY($1::bigint[]) AND r.live AND r.ended_at IS NULL"
+			"   AND r.state IN ('STARTING', 'RUNNING') AND r.shrunk_at IS NOT NULL"
+			"   AND NOT EXISTS (SELECT 1 FROM run_allocations a WHERE a.run_id = r.id AND a.live"
+			"     AND NOT EXISTS (SELECT 1 FROM run_node_status s WHERE s.run_id = r.id"
+			"       AND s.node_id = a.node_id AND s.phase = 'EXITED' AND coalesce(s.exit_code, 0) = 0"
+			"       AND s.exit_signal IS NULL))"
+			"   RETURNING r.id)"
+			" SELECT pg_notify('muster_sched', 'run:' || id) FROM d",
+			1, p, NULL, err);
 	mu_free(runs.p);
 	mu_free(keep.p);
 	mu_free(nodes.p);

@@ -209,6 +209,31 @@ def test_elastic_shrinks_on_heartbeat_loss(c):
               " UPDATE nodes SET last_heartbeat = NULL WHERE name LIKE 'el-%'")
 
 
+def test_elastic_shrink_completes_when_the_rest_had_exited(c):
+    """The kept node already reported its part exited 0 while the lost one
+    held the run open: the shrink completes the run (no report is coming)."""
+    setup(c)
+    sql(c, "UPDATE settings SET value = '2' WHERE key = 'heartbeat_timeout'")
+    names = add_nodes(c, "ex", 2, gpus=1, model="ex", heartbeat=True)
+    try:
+        (j,) = submit(c, nodes=2, min_nodes=1, gpus=1, model="ex", klass="quick")
+        run, _, _ = wait_live_run(c, j)
+        agent_running(c, run)
+        ranks = _ranks(c, run)
+        done = [n for n, r in ranks.items() if r == "0"][0]
+        lost = [n for n in names if n != done][0]
+        # what muster-api records when rank 0's agent reports EXITED 0
+        sql(c, "INSERT INTO run_node_status (run_id, node_id, phase, exit_code)"
+              " SELECT $1, id, 'EXITED', 0 FROM nodes WHERE name = $2", run, done)
+        _beat_until(c, [done], lambda: job(c, j)["state"] == "COMPLETED", 15,
+                    "job %s completes once %s is shrunk off" % (j, lost))
+        check_eq(val(c, "SELECT state || ' ' || nodes FROM runs WHERE id = $1", run), "COMPLETED 1")
+        check_eq(val(c, "SELECT count(*) FROM events WHERE run_id = $1 AND kind = 'run.shrunk'", run), "1")
+    finally:
+        sql(c, "UPDATE settings SET value = '30' WHERE key = 'heartbeat_timeout';"
+              " UPDATE nodes SET last_heartbeat = NULL WHERE name LIKE 'ex-%'")
+
+
 def test_drain(c):
     setup(c)
     a, b = add_nodes(c, "dr", 2, gpus=8, model="dr")
