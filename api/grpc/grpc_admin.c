@@ -300,6 +300,9 @@ static int quota_delete(PGconn *db, struct gcall *c)
 
 	if ((ret = name_arg(c, r->tenant)) < 0)
 		return ret;
+	if (r->gpu_model && !codec_admin_valid_text(r->gpu_model, CODEC_ADMIN_GPU_MODEL_MAX))
+		return mu_error_set(&c->err, MU_EINVAL, "gpu_model",
+				    "must be UTF-8 of at most %d characters", CODEC_ADMIN_GPU_MODEL_MAX);
 	ret = store_quota_delete(db, r->tenant, r->gpu_model ? r->gpu_model : "", &c->err);
 	if (ret < 0)
 		return ret;
@@ -674,33 +677,47 @@ static int nodes_resume(PGconn *db, struct gcall *c)
 	return node_reply(db, c, r->name);
 }
 
-#define ADMIN(m, roles, req, fn) \
-	{ "/muster.v1.AdminService/" m, GK_UNARY, roles, &muster__v1__##req##__descriptor, fn, NULL, 0 }
+/*
+ * Each method's roles are its REST route's, read from routes.def by the
+ * route handler's name (rest_tenants_update_roles, ...), so the two APIs
+ * cannot drift apart. The role bits are the same in both.
+ */
+enum {
+#define REST_ROUTE(method, pattern, handler, roles, summary) handler##_roles = (roles) & REST_ANYONE,
+#include "routes.def"
+#undef REST_ROUTE
+};
+_Static_assert((int)GR_ADMIN == (int)REST_ROLE_ADMIN && (int)GR_TENANT == (int)REST_ROLE_TENANT &&
+		       (int)GR_READER == (int)REST_ROLE_READER && (int)GR_AGENT == (int)REST_ROLE_AGENT,
+	       "gRPC and REST role bits differ");
 
-/* Roles: the REST route's (api/routes.def). */
+#define ADMIN(m, route, req, fn)                                                                  \
+	{ "/muster.v1.AdminService/" m, GK_UNARY, route##_roles, &muster__v1__##req##__descriptor, fn, \
+	  NULL, 0 }
+
 const struct gmethod grpc_admin_methods[] = {
-	ADMIN("ListTenants", GR_READERS, list_tenants_request, tenants_list),
-	ADMIN("GetTenant", GR_READERS, get_tenant_request, tenants_get),
-	ADMIN("CreateTenant", GR_ADMIN, create_tenant_request, tenants_create),
-	ADMIN("UpdateTenant", GR_ADMIN, update_tenant_request, tenants_update),
-	ADMIN("DeleteTenant", GR_ADMIN, delete_tenant_request, tenants_delete),
-	ADMIN("ListQuotas", GR_READERS, list_quotas_request, quotas_list),
-	ADMIN("GetTenantQuotas", GR_READERS, get_tenant_quotas_request, quotas_get),
-	ADMIN("SetQuota", GR_ADMIN, set_quota_request, quota_set),
-	ADMIN("DeleteQuota", GR_ADMIN, delete_quota_request, quota_delete),
-	ADMIN("ListPriorityClasses", GR_READERS, list_priority_classes_request, pclasses_list),
-	ADMIN("GetPriorityClass", GR_READERS, get_priority_class_request, pclasses_get),
-	ADMIN("CreatePriorityClass", GR_ADMIN, create_priority_class_request, pclasses_create),
-	ADMIN("UpdatePriorityClass", GR_ADMIN, update_priority_class_request, pclasses_update),
-	ADMIN("DeletePriorityClass", GR_ADMIN, delete_priority_class_request, pclasses_delete),
-	ADMIN("CreateToken", GR_WRITERS, create_token_request, tokens_create),
-	ADMIN("ListTokens", GR_READERS, list_tokens_request, tokens_list),
-	ADMIN("GetToken", GR_READERS, get_token_request, tokens_get),
-	ADMIN("RevokeToken", GR_WRITERS, revoke_token_request, tokens_revoke),
-	ADMIN("ListNodes", GR_READERS, list_nodes_request, nodes_list),
-	ADMIN("GetNode", GR_READERS | GR_AGENT, get_node_request, nodes_get),
-	ADMIN("DrainNode", GR_ADMIN, drain_node_request, nodes_drain),
-	ADMIN("ResumeNode", GR_ADMIN, resume_node_request, nodes_resume),
+	ADMIN("ListTenants", rest_tenants_list, list_tenants_request, tenants_list),
+	ADMIN("GetTenant", rest_tenants_get, get_tenant_request, tenants_get),
+	ADMIN("CreateTenant", rest_tenants_create, create_tenant_request, tenants_create),
+	ADMIN("UpdateTenant", rest_tenants_update, update_tenant_request, tenants_update),
+	ADMIN("DeleteTenant", rest_tenants_delete, delete_tenant_request, tenants_delete),
+	ADMIN("ListQuotas", rest_quotas_list, list_quotas_request, quotas_list),
+	ADMIN("GetTenantQuotas", rest_quotas_get, get_tenant_quotas_request, quotas_get),
+	ADMIN("SetQuota", rest_quotas_put, set_quota_request, quota_set),
+	ADMIN("DeleteQuota", rest_quotas_delete, delete_quota_request, quota_delete),
+	ADMIN("ListPriorityClasses", rest_pclasses_list, list_priority_classes_request, pclasses_list),
+	ADMIN("GetPriorityClass", rest_pclasses_get, get_priority_class_request, pclasses_get),
+	ADMIN("CreatePriorityClass", rest_pclasses_create, create_priority_class_request, pclasses_create),
+	ADMIN("UpdatePriorityClass", rest_pclasses_update, update_priority_class_request, pclasses_update),
+	ADMIN("DeletePriorityClass", rest_pclasses_delete, delete_priority_class_request, pclasses_delete),
+	ADMIN("CreateToken", rest_tokens_create, create_token_request, tokens_create),
+	ADMIN("ListTokens", rest_tokens_list, list_tokens_request, tokens_list),
+	ADMIN("GetToken", rest_tokens_get, get_token_request, tokens_get),
+	ADMIN("RevokeToken", rest_tokens_delete, revoke_token_request, tokens_revoke),
+	ADMIN("ListNodes", rest_nodes_list, list_nodes_request, nodes_list),
+	ADMIN("GetNode", rest_nodes_get, get_node_request, nodes_get),
+	ADMIN("DrainNode", rest_nodes_drain, drain_node_request, nodes_drain),
+	ADMIN("ResumeNode", rest_nodes_resume, resume_node_request, nodes_resume),
 	{ NULL, 0, 0, NULL, NULL, NULL, 0 },
 };
 
