@@ -9,9 +9,11 @@ processes (same PIDs, each started once), the lost node's process is
 stopped (TERM) and its allocation freed, the survivors' hostfile lists the
 two kept nodes, event run.shrunk is written, and the job completes
 COMPLETED with GPU-seconds = kept part to the end + lost part to the
-shrink. A second job (2 nodes, min_nodes 1) shrinks to one node, then a
+shrink. A SIGKILLed agent's node goes DOWN and the run shrinks the same
+way; the agent, back, stops the part it left running. A last job (2 nodes, min_nodes 1) shrinks to one node, then a
 second fault leaves it below min_nodes: stopped everywhere and requeued."""
 import os
+import signal
 import time
 
 import harness
@@ -41,16 +43,22 @@ def setup(c):
     c.start_process(["muster-scheduler", "--db", c.db_url, "--log-level", "info"], name="scheduler")
     S["out"] = os.path.join(c.dir, "out")
     os.makedirs(S["out"])
-    for i, n in enumerate(NODES):
-        tok = make_token(c, "agent", node=n)
-        c.start_process([harness.binary("muster-agent"), "--api", "127.0.0.1:%d" % c.grpc_port,
-                         "--node", n, "--address", "127.0.0.%d" % (i + 2),
-                         "--state-dir", os.path.join(c.dir, "agent-" + n), "--gpu-backend", "fake",
-                         "--fake-gpus", "4", "--heartbeat-interval", "300ms"],
-                        env={"MUSTER_AGENT_TOKEN": tok}, name="agent-" + n)
+    S["agents"], S["tokens"] = {}, {}
+    for n in NODES:
+        S["tokens"][n] = make_token(c, "agent", node=n)
+        start_agent(c, n)
     c.wait_until(lambda: c.sql_value("SELECT count(*) FROM nodes WHERE name LIKE 'el-n%' AND up") == "3",
                  15, "three agents registered")
     return S
+
+
+def start_agent(c, n):
+    S["agents"][n] = c.start_process(
+        [harness.binary("muster-agent"), "--api", "127.0.0.1:%d" % c.grpc_port,
+         "--node", n, "--address", "127.0.0.%d" % (NODES.index(n) + 2),
+         "--state-dir", os.path.join(c.dir, "agent-" + n), "--gpu-backend", "fake",
+         "--fake-gpus", "4", "--heartbeat-interval", "300ms"],
+        env={"MUSTER_AGENT_TOKEN": S["tokens"][n]}, name="agent-" + n)
 
 
 def submit(c, nodes, min_nodes):
@@ -173,6 +181,40 @@ def test_xid_shrinks_in_place_then_completes(c):
     check_eq(u[0], u[2], "gpu_seconds = kept part + lost part", u)
     check_eq(u[3], u[4], "lost part = 4 GPUs x (shrink - start)", u)
     check_eq(u[1], "8", "usage_records.gpus: the GPUs held at the end")
+
+
+def test_killed_agent_shrinks_then_stops_the_part_when_back(c):
+    """A SIGKILLed agent: its node goes DOWN after the heartbeat timeout and
+    the elastic run shrinks; its process outlived the agent, so when the
+    agent comes back (node up again) it is told to stop that part."""
+    setup(c)
+    healthy = [n for n in NODES if val(c, "SELECT drain FROM nodes WHERE name = $1", n) == "f"]
+    check_eq(len(healthy), 2, "two healthy nodes left", healthy)
+    c.sql("UPDATE settings SET value = '3' WHERE key = 'heartbeat_timeout'")
+    try:
+        jid = submit(c, 2, 1)
+        run, rk = start_run(c, jid, 2)
+        before = {r: pids(run, r)[0] for r in range(2)}
+        lost = [n for n, r in rk.items() if r == 1][0]
+        kept = [n for n in rk if n != lost][0]
+        c.stop_process(S["agents"][lost], signal.SIGKILL)
+        t0 = time.monotonic()
+        wait_shrunk(c, run, 1)
+        print("killed agent on %s: DOWN and run %s shrunk in %.2fs" % (lost, run, time.monotonic() - t0))
+        check_eq(val(c, "SELECT up FROM nodes WHERE name = $1", lost), "f", "node DOWN")
+        check_eq(ranks(c, run), {kept: 0}, "rank 0 kept")
+        check(alive(before[1]), "the orphaned part outlives its agent")
+        start_agent(c, lost)
+        c.wait_until(lambda: not alive(before[1]), 15, "the returning agent stops its dropped part")
+        c.wait_until(lambda: val(c, "SELECT up FROM nodes WHERE name = $1", lost) == "t", 10, "node up again")
+        check(alive(before[0]), "rank 0 runs on")
+        check_eq(val(c, "SELECT state FROM runs WHERE id = $1", run), "RUNNING")
+        open(os.path.join(S["out"], "release.%s" % run), "w").close()
+        c.wait_until(lambda: val(c, "SELECT state FROM jobs WHERE id = $1", jid) in ("COMPLETED", "FAILED"),
+                     15, "job %s ends" % jid)
+        check_eq(val(c, "SELECT state FROM jobs WHERE id = $1", jid), "COMPLETED", "job state")
+    finally:
+        c.sql("UPDATE settings SET value = '30' WHERE key = 'heartbeat_timeout'")
 
 
 def test_second_fault_below_min_requeues(c):
