@@ -4,6 +4,7 @@
 #include <libpq-fe.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "buf.h"
 #include "log.h"
@@ -82,6 +83,14 @@ static void add_pg_text(struct mu_buf *b, const char *s)
 	mu_buf_addc(b, '"');
 }
 
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 /* ---- submit ---------------------------------------------------------------- */
 
 struct tenant_info {
@@ -92,6 +101,7 @@ struct tenant_info {
 	int64_t max_pending;
 	int64_t max_time;  /* 0 = none */
 	int64_t pending;   /* counted now + accepted in this group */
+	int64_t accepting; /* check_quota: this request's jobs */
 	bool found;
 };
 
@@ -184,23 +194,39 @@ static int load_refs(PGconn *c, struct group_ctx *g, struct store_job_submit **r
 	mu_buf_addc(&names, '{');
 	mu_buf_addc(&deps, '{');
 	for (size_t i = 0; i < n; i++) {
-		for (size_t k = 0; k < reqs[i]->n; k++) {
-			const struct store_job *j = &reqs[i]->jobs[k];
+		const struct store_job_submit *s = reqs[i];
+		bool hints = s->decode && !s->decoded;
+		size_t nt = hints ? s->nhint_tenants : s->n;
+		size_t nd = hints ? s->nhint_deps : 0;
 
-			if (!tenant_find(g, j->tenant)) {
+		if (s->rc < 0)
+			continue;
+		for (size_t k = 0; k < nt; k++) {
+			const char *name = hints ? s->hint_tenants[k] : s->jobs[k].tenant;
+
+			if (!tenant_find(g, name)) {
 				g->tenants = mu_grow(g->tenants, &g->tcap, g->ntenants + 1,
 						     sizeof(*g->tenants));
 				memset(&g->tenants[g->ntenants], 0, sizeof(*g->tenants));
-				g->tenants[g->ntenants++].name = j->tenant;
+				g->tenants[g->ntenants++].name = name;
 				if (names.len > 1)
 					mu_buf_addc(&names, ',');
-				add_pg_text(&names, j->tenant);
+				add_pg_text(&names, name);
 			}
-			for (size_t d = 0; d < j->ndeps; d++) {
+			if (!hints)
+				nd = s->jobs[k].ndeps;
+			for (size_t d = 0; d < nd; d++) {
 				if (ndeps++)
 					mu_buf_addc(&deps, ',');
-				mu_buf_add_int(&deps, j->dep_ids[d]);
+				mu_buf_add_int(&deps, hints ? s->hint_deps[d] : s->jobs[k].dep_ids[d]);
 			}
+			if (hints)
+				nd = 0;
+		}
+		for (size_t d = 0; hints && !nt && d < s->nhint_deps; d++) {
+			if (ndeps++)
+				mu_buf_addc(&deps, ',');
+			mu_buf_add_int(&deps, s->hint_deps[d]);
 		}
 	}
 	mu_buf_addc(&names, '}');
@@ -273,79 +299,97 @@ static bool level_known(const struct group_ctx *g, const char *level)
 	return g->levels && strstr(g->levels, quoted);
 }
 
-/* Checks one request against the database's view; resolves tenant_id etc.
- * into the per-job side arrays. */
-static int validate(struct group_ctx *g, struct store_job_submit *s, int64_t *tenant_ids,
-		    int64_t *class_ids)
+/* Checks job k of request s against the database's view and resolves its
+ * tenant and class ids; fails the request (s->rc) otherwise. */
+static int validate_job(struct group_ctx *g, struct store_job_submit *s, size_t k,
+			int64_t *tenant_id, int64_t *class_id)
 {
-	for (size_t k = 0; k < s->n; k++) {
-		struct store_job *j = &s->jobs[k];
-		struct tenant_info *t = tenant_find(g, j->tenant);
-		const struct class_info *pc = class_find(g, j->priority_class);
-		int64_t cap;
+	struct store_job *j = &s->jobs[k];
+	struct tenant_info *t = tenant_find(g, j->tenant);
+	const struct class_info *pc = class_find(g, j->priority_class);
+	int64_t cap;
 
-		if (!t || !t->found || !scope_sees(s->scope, t->path))
-			return fail_req(s, MU_ENOTFOUND, k, "tenant", "no such tenant");
-		if (!level_known(g, j->topo_required))
-			return fail_req(s, MU_EINVAL, k, "topology.required",
-					"not a topology level of this cluster (settings.topology_levels)");
-		if (!level_known(g, j->topo_preferred))
-			return fail_req(s, MU_EINVAL, k, "topology.preferred",
-					"not a topology level of this cluster (settings.topology_levels)");
-		if (!pc)
-			return fail_req(s, MU_ENOTFOUND, k, "priority_class",
-					j->priority_class ? "no such priority class"
-							  : "no default priority class");
-		cap = pc->max_time;
-		if (t->max_time && (!cap || t->max_time < cap))
-			cap = t->max_time;
-		if (!j->time_limit) {
-			j->time_limit = pc->default_time;
-			if (cap && j->time_limit > cap)
-				j->time_limit = cap;
-		} else if (cap && j->time_limit > cap) {
-			char msg[128];
+	if (!t || !t->found || !scope_sees(s->scope, t->path))
+		return fail_req(s, MU_ENOTFOUND, k, "tenant", "no such tenant");
+	if (!level_known(g, j->topo_required))
+		return fail_req(s, MU_EINVAL, k, "topology.required",
+				"not a topology level of this cluster (settings.topology_levels)");
+	if (!level_known(g, j->topo_preferred))
+		return fail_req(s, MU_EINVAL, k, "topology.preferred",
+				"not a topology level of this cluster (settings.topology_levels)");
+	if (!pc)
+		return fail_req(s, MU_ENOTFOUND, k, "priority_class",
+				j->priority_class ? "no such priority class" : "no default priority class");
+	cap = pc->max_time;
+	if (t->max_time && (!cap || t->max_time < cap))
+		cap = t->max_time;
+	if (!j->time_limit) {
+		j->time_limit = pc->default_time;
+		if (cap && j->time_limit > cap)
+			j->time_limit = cap;
+	} else if (cap && j->time_limit > cap) {
+		char msg[128];
 
-			snprintf(msg, sizeof(msg), "over the maximum of %lld seconds", (long long)cap);
-			return fail_req(s, MU_ERANGE, k, "time_limit", msg);
-		}
-		for (size_t d = 0; d < j->ndeps; d++) {
-			const char *path = dep_path(g, j->dep_ids[d]);
-
-			if (!path || !scope_sees(s->scope, path)) {
-				char field[64];
-
-				snprintf(field, sizeof(field), "dependencies.%zu.job_id", d);
-				return fail_req(s, MU_ENOTFOUND, k, field, "no such job");
-			}
-		}
-		j->tenant_path = t->path;
-		j->priority_class = pc->name;
-		tenant_ids[k] = t->id;
-		class_ids[k] = pc->id;
+		snprintf(msg, sizeof(msg), "over the maximum of %lld seconds", (long long)cap);
+		return fail_req(s, MU_ERANGE, k, "time_limit", msg);
 	}
-	/* quota on pending jobs, counting what this group already accepted */
-	for (size_t k = 0; k < s->n; k++) {
-		struct tenant_info *t = tenant_find(g, s->jobs[k].tenant);
-		size_t same = 0;
+	for (size_t d = 0; d < j->ndeps; d++) {
+		const char *path = dep_path(g, j->dep_ids[d]);
 
-		if (!t->has_max_pending)
-			continue;
-		for (size_t m = 0; m < s->n; m++)
-			same += !strcmp(s->jobs[m].tenant, t->name);
-		if (t->pending + (int64_t)same > t->max_pending) {
+		if (!path || !scope_sees(s->scope, path)) {
+			char field[64];
+
+			snprintf(field, sizeof(field), "dependencies.%zu.job_id", d);
+			return fail_req(s, MU_ENOTFOUND, k, field, "no such job");
+		}
+	}
+	j->tenant_path = t->path;
+	j->priority_class = pc->name;
+	*tenant_id = t->id;
+	*class_id = pc->id;
+	return 0;
+}
+
+/* The quota on pending jobs for a request whose jobs all passed
+ * validate_job, counting what this group already accepted; then counts
+ * the request's jobs as accepted. */
+static int check_quota(struct group_ctx *g, struct store_job_submit *s)
+{
+	int ret = 0;
+
+	for (size_t k = 0; k < s->n; k++)
+		tenant_find(g, s->jobs[k].tenant)->accepting++;
+	for (size_t k = 0; k < s->n && !ret; k++) {
+		struct tenant_info *t = tenant_find(g, s->jobs[k].tenant);
+
+		if (t->has_max_pending && t->pending + t->accepting > t->max_pending) {
 			char msg[160];
 
 			snprintf(msg, sizeof(msg), "tenant %s may have at most %lld pending jobs",
 				 t->name, (long long)t->max_pending);
 			mu_error_set(&s->err, MU_EQUOTA, "", "%s", msg);
-			s->rc = MU_EQUOTA;
-			return MU_EQUOTA;
+			s->rc = ret = MU_EQUOTA;
 		}
 	}
+	for (size_t k = 0; k < s->n; k++) {
+		struct tenant_info *t = tenant_find(g, s->jobs[k].tenant);
+
+		if (!ret)
+			t->pending += t->accepting;
+		t->accepting = 0;
+	}
+	return ret;
+}
+
+/* Checks one request against the database's view; resolves tenant_id etc.
+ * into the per-job side arrays. */
+static int validate(struct group_ctx *g, struct store_job_submit *s, int64_t *tenant_ids,
+		    int64_t *class_ids)
+{
 	for (size_t k = 0; k < s->n; k++)
-		tenant_find(g, s->jobs[k].tenant)->pending++;
-	return 0;
+		if (validate_job(g, s, k, &tenant_ids[k], &class_ids[k]) < 0)
+			return s->rc;
+	return check_quota(g, s);
 }
 
 static int load_idem(PGconn *c, struct group_ctx *g, struct store_job_submit **reqs, size_t n,
@@ -354,7 +398,7 @@ static int load_idem(PGconn *c, struct group_ctx *g, struct store_job_submit **r
 	static const char sql[] =
 		"SELECT j.tenant_id, j.idempotency_key, coalesce(j.request_sha256, ''), " JOB_COLS
 		JOB_FROM
-		" WHERE (j.tenant_id, j.idempotency_key) IN"
+		" WHERE j.idempotency_key IS NOT NULL AND (j.tenant_id, j.idempotency_key) IN"
 		"       (SELECT * FROM unnest($1::bigint[], $2::text[]))";
 	struct mu_buf ids = MU_BUF_INIT, keys = MU_BUF_INIT;
 	const char *p[2];
@@ -469,21 +513,38 @@ static void add_row(struct mu_buf *b, const struct store_job *j, int64_t tenant_
 	mu_buf_addc(b, '\n');
 }
 
-/* Streams `data` into an open COPY ... FROM STDIN and finishes it. */
-static int copy_in(PGconn *c, const char *sql, const struct mu_buf *data, struct mu_error *err)
+/* Starts COPY ... FROM STDIN. */
+static int copy_start(PGconn *c, const char *sql, struct mu_error *err)
 {
 	PGresult *r = PQexec(c, sql);
 	int ret = 0;
 
 	if (PQresultStatus(r) != PGRES_COPY_IN) {
 		ret = store_db_check(c, r, err);
-		PQclear(r);
-		return ret < 0 ? ret : mu_error_set(err, MU_EINTERNAL, "", "COPY did not start");
+		if (!ret)
+			ret = mu_error_set(err, MU_EINTERNAL, "", "COPY did not start");
 	}
 	PQclear(r);
-	if (PQputCopyData(c, data->p ? data->p : "", (int)data->len) != 1 ||
-	    PQputCopyEnd(c, NULL) != 1)
+	return ret;
+}
+
+/* Hands the rows in `data` to the server and empties it. The server parses
+ * and inserts them while the caller builds the next chunk. */
+static int copy_put(PGconn *c, struct mu_buf *data, struct mu_error *err)
+{
+	if (data->len && PQputCopyData(c, data->p, (int)data->len) != 1)
 		return mu_error_set(err, MU_EUNAVAIL, "", "COPY failed: %s", PQerrorMessage(c));
+	data->len = 0;
+	return 0;
+}
+
+/* Ends the COPY; with `ret` < 0 (the caller gave up) it is aborted. */
+static int copy_end(PGconn *c, int ret, struct mu_error *err)
+{
+	PGresult *r;
+
+	if (PQputCopyEnd(c, ret < 0 ? "aborted by the client" : NULL) != 1 && !ret)
+		ret = mu_error_set(err, MU_EUNAVAIL, "", "COPY failed: %s", PQerrorMessage(c));
 	while ((r = PQgetResult(c))) {
 		if (!ret)
 			ret = store_db_check(c, r, err);
@@ -492,30 +553,111 @@ static int copy_in(PGconn *c, const char *sql, const struct mu_buf *data, struct
 	return ret;
 }
 
+/* Rows handed to the server at a time: it inserts one chunk while the
+ * next is built. */
+#define COPY_CHUNK_JOBS 500
+
+/* Sets what the database gave job j (id, created_at, initial state) and
+ * copies the names the reply needs into the request's arena; `last` is the
+ * previous job written for s (or NULL), whose copies are shared when equal. */
+static void fill_job(struct store_job_submit *s, struct store_job *j, const struct store_job *last,
+		     int64_t id, const char *created_at)
+{
+	j->id = id;
+	j->created_at = last ? last->created_at : mu_arena_strdup(s->arena, created_at);
+	j->state = "PENDING";
+	j->pending_reason = "Priority";
+	j->pending_message = "";
+	j->end_reason = "";
+	if (last && !strcmp(last->tenant, j->tenant) && !strcmp(last->priority_class, j->priority_class)) {
+		j->tenant = last->tenant;
+		j->tenant_path = last->tenant_path;
+		j->priority_class = last->priority_class;
+		return;
+	}
+	j->tenant = mu_arena_strdup(s->arena, j->tenant);
+	j->tenant_path = mu_arena_strdup(s->arena, j->tenant_path);
+	j->priority_class = mu_arena_strdup(s->arena, j->priority_class);
+}
+
+/*
+ * The rows of a request whose jobs are not decoded yet (alone in its
+ * group): decodes a chunk, checks it, hands its rows to the COPY, and so on,
+ * so that the server inserts one chunk while the next is decoded. On any
+ * failure it goes on decoding without writing: a decoding error anywhere
+ * wins over a check that failed earlier, as if all had been decoded first.
+ * Returns < 0 only when the COPY itself failed; s->rc < 0 when the request
+ * failed (the caller aborts the COPY and rolls back).
+ */
+static int stream_rows(PGconn *c, struct group_ctx *g, struct store_job_submit *s, const PGresult *ids,
+		       int64_t *tids, int64_t *cids, struct mu_buf *rows, struct mu_error *err)
+{
+	const char *created_at = store_db_get(ids, 0, 1);
+	struct mu_error verr = { 0 };
+	int vrc = 0, ret = 0;
+
+	for (size_t from = 0; from < s->n; from += COPY_CHUNK_JOBS) {
+		size_t to = from + COPY_CHUNK_JOBS < s->n ? from + COPY_CHUNK_JOBS : s->n;
+		int drc = s->decode(s, from, to);
+
+		if (drc < 0) {
+			s->rc = drc;
+			return 0;
+		}
+		for (size_t k = from; k < to && !vrc; k++) {
+			struct store_job *j = &s->jobs[k];
+
+			if (validate_job(g, s, k, &tids[k], &cids[k]) < 0) {
+				vrc = s->rc;
+				verr = s->err;
+				s->rc = 0;
+				break;
+			}
+			fill_job(s, j, k ? j - 1 : NULL, store_db_get_int64(ids, (int)k, 0), created_at);
+			add_row(rows, j, tids[k], cids[k], s);
+		}
+		if (!vrc && !ret)
+			ret = copy_put(c, rows, err);
+	}
+	s->decoded = true;
+	if (vrc) {
+		s->rc = vrc;
+		s->err = verr;
+		return 0;
+	}
+	if (ret < 0)
+		return ret;
+	check_quota(g, s);
+	return 0;
+}
+
 /*
  * Writes every accepted job of the group: ids come from the sequence in
  * input order, the rows go in by COPY (the fastest path PostgreSQL has),
- * and one statement writes their job.submitted events and one NOTIFY per
- * job (delivered at COMMIT).
+ * streamed in chunks, their job.submitted events by a second COPY, then
+ * one NOTIFY per job (delivered at COMMIT). `g` checks the jobs of a
+ * request not decoded yet (see stream_rows); when that request fails,
+ * this returns 0 with its rc < 0 and the caller rolls back.
  */
-static int insert_jobs(PGconn *c, struct store_job_submit **reqs, size_t n, int64_t **tids,
-		       int64_t **cids, size_t total, struct mu_error *err)
+static int insert_jobs(PGconn *c, struct group_ctx *g, struct store_job_submit **reqs, size_t n,
+		       int64_t **tids, int64_t **cids, size_t total, struct mu_error *err)
 {
+	/* the transaction's now(), once: every row's created_at */
 	static const char ids_sql[] =
-		"SELECT nextval('jobs_id_seq'), " TS("now()") " FROM generate_series(1, $1::int)";
+		"SELECT nextval('jobs_id_seq'), CASE WHEN g = 1 THEN " TS("now()") " END"
+		" FROM generate_series(1, $1::int) g";
 	static const char copy_jobs_sql[] =
 		"COPY jobs (id, tenant_id, user_name, name, priority_class_id, nodes, min_nodes,"
 		" gpus_per_node, gpu_model, procs_per_node, topology_required, topology_preferred,"
 		" time_limit, command, env, workdir, dependencies, max_retries, labels,"
 		" idempotency_key, request_sha256) FROM STDIN";
-	static const char events_sql[] =
-		"WITH e AS (INSERT INTO events (kind, tenant_id, job_id)"
-		"  SELECT 'job.submitted', u.t, u.j FROM unnest($1::bigint[], $2::bigint[]) AS u(t, j)"
-		"  RETURNING job_id)"
-		" SELECT count(pg_notify('muster_sched', 'submit:' || job_id)) FROM e";
-	struct mu_buf rows = MU_BUF_INIT, tenants = MU_BUF_INIT, ids = MU_BUF_INIT;
+	static const char copy_events_sql[] = "COPY events (kind, tenant_id, job_id) FROM STDIN";
+	static const char notify_sql[] =
+		"SELECT count(pg_notify('muster_sched', 'submit:' || j)) FROM unnest($1::bigint[]) j";
+	struct mu_buf rows = MU_BUF_INIT, ids = MU_BUF_INIT;
+	double t0 = mono_ms(), t1 = 0, t2 = 0, t3 = 0;
 	char nbuf[24];
-	const char *p[2];
+	const char *p[1];
 	PGresult *r = NULL;
 	size_t at = 0;
 	int ret;
@@ -525,49 +667,80 @@ static int insert_jobs(PGconn *c, struct store_job_submit **reqs, size_t n, int6
 	ret = store_db_exec(c, ids_sql, 1, p, &r, err);
 	if (ret < 0)
 		goto out;
-	mu_buf_reserve(&rows, total * 300);
-	mu_buf_reserve(&tenants, total * 8);
+	t1 = mono_ms();
+	ret = copy_start(c, copy_jobs_sql, err);
+	if (ret < 0)
+		goto out;
+	mu_buf_reserve(&rows, COPY_CHUNK_JOBS * 300);
+	for (size_t i = 0; i < n && !ret; i++) {
+		struct store_job_submit *s = reqs[i];
+
+		if (s->decode && !s->decoded) {
+			ret = stream_rows(c, g, s, r, tids[i], cids[i], &rows, err);
+			if (!ret && s->rc < 0) {
+				copy_end(c, s->rc, err); /* aborts it: the caller rolls back */
+				goto out;
+			}
+			at += s->n;
+			continue;
+		}
+		if (s->rc != 0 || s->replayed)
+			continue;
+		for (size_t k = 0; k < s->n; k++, at++) {
+			struct store_job *j = &s->jobs[k];
+
+			fill_job(s, j, k ? j - 1 : NULL, store_db_get_int64(r, (int)at, 0),
+				 store_db_get(r, 0, 1));
+			add_row(&rows, j, tids[i][k], cids[i][k], s);
+			if (rows.len >= COPY_CHUNK_JOBS * 250) {
+				ret = copy_put(c, &rows, err);
+				if (ret < 0)
+					break;
+			}
+		}
+	}
+	if (!ret)
+		ret = copy_put(c, &rows, err);
+	t2 = mono_ms();
+	ret = copy_end(c, ret, err);
+	if (ret < 0)
+		goto out;
+	t3 = mono_ms();
+
+	ret = copy_start(c, copy_events_sql, err);
+	if (ret < 0)
+		goto out;
 	mu_buf_reserve(&ids, total * 12);
-	mu_buf_addc(&tenants, '{');
 	mu_buf_addc(&ids, '{');
+	at = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct store_job_submit *s = reqs[i];
 
 		if (s->rc != 0 || s->replayed)
 			continue;
 		for (size_t k = 0; k < s->n; k++, at++) {
-			struct store_job *j = &s->jobs[k];
-
-			j->id = store_db_get_int64(r, (int)at, 0);
-			j->created_at = mu_arena_strdup(s->arena, store_db_get(r, (int)at, 1));
-			j->state = "PENDING";
-			j->pending_reason = "Priority";
-			j->pending_message = "";
-			j->end_reason = "";
-			j->tenant = mu_arena_strdup(s->arena, j->tenant);
-			j->tenant_path = mu_arena_strdup(s->arena, j->tenant_path);
-			j->priority_class = mu_arena_strdup(s->arena, j->priority_class);
-			add_row(&rows, j, tids[i][k], cids[i][k], s);
-			if (at) {
-				mu_buf_addc(&tenants, ',');
+			mu_buf_adds(&rows, "job.submitted\t");
+			mu_buf_add_int(&rows, tids[i][k]);
+			mu_buf_addc(&rows, '\t');
+			mu_buf_add_int(&rows, s->jobs[k].id);
+			mu_buf_addc(&rows, '\n');
+			if (at)
 				mu_buf_addc(&ids, ',');
-			}
-			mu_buf_add_int(&tenants, tids[i][k]);
-			mu_buf_add_int(&ids, j->id);
+			mu_buf_add_int(&ids, s->jobs[k].id);
 		}
 	}
-	mu_buf_addc(&tenants, '}');
 	mu_buf_addc(&ids, '}');
-	ret = copy_in(c, copy_jobs_sql, &rows, err);
+	ret = copy_put(c, &rows, err);
+	ret = copy_end(c, ret, err);
 	if (ret < 0)
 		goto out;
-	p[0] = tenants.p;
-	p[1] = ids.p;
-	ret = store_db_exec(c, events_sql, 2, p, NULL, err);
+	p[0] = ids.p;
+	ret = store_db_exec(c, notify_sql, 1, p, NULL, err);
+	mu_debug("jobs insert jobs=%zu ids_ms=%.1f copy_ms=%.1f copy_end_ms=%.1f events_ms=%.1f",
+		 total, t1 - t0, t2 - t1, t3 - t2, mono_ms() - t3);
 out:
 	store_db_clear(r);
 	mu_buf_release(&rows);
-	mu_buf_release(&tenants);
 	mu_buf_release(&ids);
 	return ret;
 }
@@ -626,7 +799,9 @@ static int submit_once(PGconn *c, struct store_job_submit **reqs, size_t n, stru
 {
 	struct group_ctx g;
 	int64_t **tids = mu_calloc(n, sizeof(*tids)), **cids = mu_calloc(n, sizeof(*cids));
+	double t_begin = mono_ms(), t_refs = 0, t_commit = 0;
 	size_t total = 0;
+	bool stream;
 	int ret;
 
 	memset(&g, 0, sizeof(g));
@@ -637,6 +812,17 @@ static int submit_once(PGconn *c, struct store_job_submit **reqs, size_t n, stru
 		mu_error_clear(&reqs[i]->err);
 		tids[i] = mu_calloc(reqs[i]->n + 1, sizeof(**tids));
 		cids[i] = mu_calloc(reqs[i]->n + 1, sizeof(**cids));
+	}
+	/* A lone undecoded request is decoded while it is written
+	 * (stream_rows); in a group, every one is decoded before BEGIN. */
+	stream = n == 1 && reqs[0]->decode && !reqs[0]->decoded;
+	for (size_t i = 0; i < n && !stream; i++) {
+		struct store_job_submit *s = reqs[i];
+
+		if (s->decode && !s->decoded) {
+			s->rc = s->decode(s, 0, s->n);
+			s->decoded = s->rc == 0;
+		}
 	}
 	/* Job ids become visible in order: see store_job.h. */
 	ret = store_db_exec_simple(c, "BEGIN; SELECT pg_advisory_xact_lock(" STORE_JOB_INSERT_LOCK ")",
@@ -649,9 +835,16 @@ static int submit_once(PGconn *c, struct store_job_submit **reqs, size_t n, stru
 	ret = load_idem(c, &g, reqs, n, err);
 	if (ret < 0)
 		goto out_rollback;
+	t_refs = mono_ms();
 	for (size_t i = 0; i < n; i++) {
 		struct store_job_submit *s = reqs[i];
 
+		if (s->rc < 0)
+			continue;
+		if (stream) {
+			total += s->n;
+			continue;
+		}
 		if (s->idem_key && s->n == 1) {
 			struct tenant_info *t = tenant_find(&g, s->jobs[0].tenant);
 			bool earlier = false;
@@ -674,13 +867,20 @@ static int submit_once(PGconn *c, struct store_job_submit **reqs, size_t n, stru
 		total += s->n;
 	}
 	if (total) {
-		ret = insert_jobs(c, reqs, n, tids, cids, total, err);
+		ret = insert_jobs(c, &g, reqs, n, tids, cids, total, err);
 		if (ret < 0)
 			goto out_rollback;
+		if (stream && reqs[0]->rc < 0) {
+			store_db_rollback(c);
+			goto out;
+		}
 	}
+	t_commit = mono_ms();
 	ret = store_db_exec_simple(c, "COMMIT", err);
 	if (ret < 0)
 		goto out;
+	mu_debug("jobs group jobs=%zu refs_ms=%.1f commit_ms=%.1f", total, t_refs - t_begin,
+		 mono_ms() - t_commit);
 	copy_replay_in_group(reqs, n);
 	goto out;
 out_rollback:

@@ -74,7 +74,7 @@ struct store_job {
  * One submit request: one job (POST /v1/jobs) or many (the batch, all or
  * nothing). Requests are written in groups: store_job_submit_group takes
  * any number of them and writes all the valid ones in ONE transaction
- * (one multi-row INSERT), then sets each one's `rc`. A bad request fails
+ * (one COPY), then sets each one's `rc`. A bad request fails
  * alone (its rc < 0, err filled, field "jobs.N.x" for batches); the others
  * commit. Nothing is answered before COMMIT returned.
  */
@@ -86,6 +86,25 @@ struct store_job_submit {
 	const char *idem_key;       /* Idempotency-Key or NULL (single submits only) */
 	const char *request_sha256; /* hex digest of the body when idem_key is set */
 	struct mu_arena *arena;     /* for the output strings */
+	/*
+	 * Deferred decoding (a batch): when `decode` is set, jobs[] hold
+	 * nothing yet. decode(s, from, to) fills jobs [from, to) on the
+	 * worker thread, in order, returning 0 or a MU_E* code with s->err
+	 * set. A request alone in its group is decoded chunk by chunk while
+	 * the rows already decoded are written (the COPY streams), else before
+	 * the transaction. hint_tenants/hint_deps name every tenant and
+	 * dependency id the jobs may refer to (extra names are harmless), for
+	 * the lookups made before decoding. An error found while decoding
+	 * takes precedence over any the database checks would give, as if
+	 * every job had been decoded first.
+	 */
+	int (*decode)(struct store_job_submit *s, size_t from, size_t to);
+	void *decode_arg;
+	const char **hint_tenants;
+	size_t nhint_tenants;
+	int64_t *hint_deps;
+	size_t nhint_deps;
+	bool decoded;               /* set by the store once jobs[] are all decoded */
 	/* out */
 	int rc;
 	bool replayed;              /* idempotent retry: jobs[0] is the original */
