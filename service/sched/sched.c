@@ -505,17 +505,21 @@ static void teardown(struct cyc *c)
 		free(c->sc_alloc2);
 		free(c->own_cache.e);
 	}
+	if (!c->inc) { /* else the view keeps them */
+		free(c->resv);
+		free(c->tgpus);
+		free(c->tjobs);
+		free(c->victim);
+		free(c->crel);
+		free(c->order);
+		free(c->prio);
+		free(c->runtime);
+		free(c->rank);
+	}
 	free(c->vsorted);
-	free(c->resv);
-	free(c->tgpus);
-	free(c->tjobs);
-	free(c->victim);
 	free(c->run_gpus);
 	free(c->rel);
-	free(c->crel);
 	free(c->fs);
-	free(c->order);
-	free(c->prio);
 }
 
 /* ------------------------------------------------------------ order */
@@ -606,8 +610,8 @@ static void compute_order(struct cyc *c)
 {
 	const struct sched_snapshot *s = c->s;
 	size_t nj = s->njobs;
-	c->order = sched__xmalloc((nj + 1) * sizeof(size_t));
-	c->prio = sched__xcalloc(nj + 1, sizeof(double));
+	c->order = sched__scratch(c, SCR_ORDER, (nj + 1) * sizeof(size_t), false);
+	c->prio = sched__scratch(c, SCR_PRIO, (nj + 1) * sizeof(double), true);
 	if (s->settings.order == SCHED_ORDER_MULTIFACTOR) {
 		compute_fairshare(c);
 		double max_age = s->settings.max_age > 0 ? (double)s->settings.max_age : 604800.0;
@@ -627,7 +631,7 @@ static void compute_order(struct cyc *c)
 			             s->settings.weight_size * size;
 		}
 	}
-	struct okey *k = sched__xmalloc((nj + 1) * sizeof(*k));
+	struct okey *k = sched__scratch(c, SCR_OKEY, (nj + 1) * sizeof(*k), false);
 	for (size_t i = 0; i < nj; i++)
 		k[i] = (struct okey){ s->jobs[i].priority, c->prio[i], s->jobs[i].submit, s->jobs[i].id, i };
 	int (*cmp)(const void *, const void *) =
@@ -639,7 +643,8 @@ static void compute_order(struct cyc *c)
 		qsort(k, nj, sizeof(*k), cmp);
 	for (size_t i = 0; i < nj; i++)
 		c->order[i] = k[i].idx;
-	free(k);
+	if (!c->inc)
+		free(k);
 }
 
 /* ------------------------------------------------------------ the cycle */
@@ -978,8 +983,8 @@ static void run_jobs(struct cyc *c)
 	int nres = 0;
 	int attempts = s->settings.preempt_attempts > 0 ? s->settings.preempt_attempts : 32;
 	char buf[64];
-	c->runtime = sched__xmalloc((nj + 1) * sizeof(int64_t));
-	c->rank = sched__xmalloc((nj + 1) * sizeof(size_t));
+	c->runtime = sched__scratch(c, SCR_RUNTIME, (nj + 1) * sizeof(int64_t), false);
+	c->rank = sched__scratch(c, SCR_RANK, (nj + 1) * sizeof(size_t), false);
 	for (size_t i = 0; i < nj; i++) {
 		c->runtime[c->order[i]] = sched_job_runtime(s, &s->jobs[c->order[i]]);
 		c->rank[c->order[i]] = i;
@@ -1151,8 +1156,6 @@ static int cycle(const struct sched_snapshot *s, struct sched_decisions *out, co
 			}
 		}
 	}
-	free(c.runtime);
-	free(c.rank);
 out:
 	teardown(&c);
 	return ret;

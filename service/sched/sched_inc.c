@@ -65,6 +65,8 @@ void sched__inc_free(struct inc *in)
 	free(in->sc_cand);
 	free(in->sc_pick);
 	free(in->sc_tmp);
+	free(in->nodebits);
+	free(in->pos);
 	free(in->sc_mask);
 	free(in->sc_last);
 	free(in->sc_time);
@@ -79,6 +81,10 @@ void sched__inc_free(struct inc *in)
 	free(in->mk_stamp);
 	free(in->touched);
 	free(in->tflag);
+	for (int i = 0; i < SCR_N; i++)
+		free(in->scr[i]);
+	free(in->crel);
+	free(in->resv);
 	free(in->ucache.e);
 	free(in->fcache.e);
 	free(in);
@@ -394,7 +400,9 @@ static int build(struct cyc *c, struct inc *in)
 	in->sc_cand = sched__xmalloc(ns * sizeof(struct cand));
 	in->sc_pick = sched__xmalloc(ns * sizeof(struct cand));
 	in->sc_tmp = sched__xmalloc(ns * sizeof(struct cand));
+	in->pos = sched__xmalloc(ns * sizeof(int));
 	in->sc_mask = sched__xmalloc(ns * sizeof(uint64_t));
+	in->nodebits = sched__xcalloc(in->nw, sizeof(uint64_t));
 	in->sc_last = sched__xmalloc(ns * sizeof(uint64_t));
 	in->sc_time = sched__xmalloc(ns * sizeof(int64_t));
 	in->sc_alloc = sched__xmalloc(ns * sizeof(struct sched_alloc));
@@ -561,8 +569,8 @@ int sched__inc_begin(struct cyc *c, int (*validate)(struct cyc *))
 	ctab_clear(&in->fcache);
 	c->fcache = &in->fcache;
 	c->ucache = &in->ucache;
-	c->tgpus = sched__xcalloc(s->ntenants + 1, sizeof(int64_t));
-	c->tjobs = sched__xcalloc(s->ntenants + 1, sizeof(int));
+	c->tgpus = sched__scratch(c, SCR_TGPUS, (s->ntenants + 1) * sizeof(int64_t), true);
+	c->tjobs = sched__scratch(c, SCR_TJOBS, (s->ntenants + 1) * sizeof(int), true);
 	for (size_t t = 0; t < s->ntenants; t++) {
 		if (!in->own_j[t] && !in->own_g[t])
 			continue;
@@ -573,7 +581,11 @@ int sched__inc_begin(struct cyc *c, int (*validate)(struct cyc *))
 			u = s->tenants[u].parent;
 		}
 	}
-	c->victim = sched__xcalloc(s->nruns + 1, sizeof(bool));
+	c->victim = sched__scratch(c, SCR_VICTIM, (s->nruns + 1) * sizeof(bool), true);
+	c->crel = in->crel;
+	c->cap_crel = in->cap_crel;
+	c->resv = in->resv;
+	c->cap_resv = in->cap_resv;
 	c->min_preempt_prio = in->npc ? in->pc[0].prio : INT_MAX;
 	c->min_stopping_prio = INT_MAX;
 	c->max_stopping_end = 0;
@@ -605,6 +617,25 @@ void sched__inc_end(struct cyc *c)
 	for (size_t i = 0; i < in->nvlist; i++)
 		in->vslot[in->vlist[i]] = false;
 	in->nvlist = 0;
+	in->crel = c->crel; /* grown during the cycle, maybe */
+	in->cap_crel = c->cap_crel;
+	in->resv = c->resv;
+	in->cap_resv = c->cap_resv;
+}
+
+void *sched__scratch(struct cyc *c, enum scratch id, size_t bytes, bool zero)
+{
+	struct inc *in = c->inc;
+	if (!in)
+		return zero ? sched__xcalloc(1, bytes) : sched__xmalloc(bytes);
+	if (in->cap_scr[id] < bytes) {
+		free(in->scr[id]);
+		in->cap_scr[id] = bytes * 2;
+		in->scr[id] = sched__xmalloc(in->cap_scr[id]);
+	}
+	if (zero)
+		memset(in->scr[id], 0, bytes);
+	return in->scr[id];
 }
 
 void sched__inc_touch(struct cyc *c, int n)
@@ -679,38 +710,68 @@ static uint64_t blocked_at(const struct cyc *c, int n, int64_t t, int64_t rt)
 	return m;
 }
 
-static int node_cmp(const void *a, const void *b)
+static inline bool leaf_less(const struct cand *x, const struct cand *y)
 {
-	const struct cand *x = a, *y = b;
-	return (x->node > y->node) - (x->node < y->node);
+	if (x->free != y->free)
+		return x->free < y->free;
+	if (x->key != y->key)
+		return x->key < y->key;
+	return x->node < y->node;
 }
 
 /*
- * Merge sort on a scratch array (qsort allocates, and this runs for every
- * placement). Both orders are total (the node breaks ties), so any correct
+ * Merge sort in sched__leaf_cmp() order on a scratch array (qsort
+ * allocates and calls through a pointer, and this runs for every
+ * placement). The order is total (the node breaks ties), so any correct
  * sort gives qsort's result.
  */
-static void cand_sort(struct cand *v, size_t n, struct cand *tmp, int (*cmp)(const void *, const void *))
+static void leaf_sort(struct cand *v, size_t n, struct cand *tmp)
 {
 	if (n <= 16) {
 		for (size_t i = 1; i < n; i++) {
 			struct cand x = v[i];
 			size_t j = i;
-			for (; j > 0 && cmp(&v[j - 1], &x) > 0; j--)
+			for (; j > 0 && leaf_less(&x, &v[j - 1]); j--)
 				v[j] = v[j - 1];
 			v[j] = x;
 		}
 		return;
 	}
 	size_t h = n / 2;
-	cand_sort(v, h, tmp, cmp);
-	cand_sort(v + h, n - h, tmp, cmp);
+	leaf_sort(v, h, tmp);
+	leaf_sort(v + h, n - h, tmp);
 	size_t i = 0, j = h, k = 0;
 	while (i < h && j < n)
-		tmp[k++] = cmp(&v[j], &v[i]) < 0 ? v[j++] : v[i++];
+		tmp[k++] = leaf_less(&v[j], &v[i]) ? v[j++] : v[i++];
 	while (i < h)
 		tmp[k++] = v[i++];
 	memcpy(v, tmp, k * sizeof(*v)); /* v[j..n) is in place already */
+}
+
+/* The chosen candidates as an allocation in node order (each node once): via a bitmap. */
+static size_t emit_by_node(struct cyc *c, const struct cand *ch, size_t nc, int g, struct sched_alloc *out)
+{
+	struct inc *in = c->inc;
+	if (nc == 1) {
+		out[0] = (struct sched_alloc){ ch[0].node, sched__take_bits(ch[0].pref, ch[0].mask, g) };
+		return 1;
+	}
+	uint64_t *bits = in->nodebits; /* zero between uses */
+	for (size_t k = 0; k < nc; k++) {
+		in->pos[ch[k].node] = (int)k;
+		bits[ch[k].node / 64] |= (uint64_t)1 << (ch[k].node % 64);
+	}
+	size_t o = 0;
+	for (size_t w = 0; o < nc; w++) {
+		uint64_t b = bits[w];
+		bits[w] = 0;
+		while (b) {
+			const struct cand *x = &ch[in->pos[w * 64 + (size_t)__builtin_ctzll(b)]];
+			b &= b - 1;
+			out[o++] = (struct sched_alloc){ x->node, sched__take_bits(x->pref, x->mask, g) };
+		}
+	}
+	return nc;
 }
 
 /* The nodes of one bucket in index order, skipping marked ones. */
@@ -841,7 +902,7 @@ size_t sched__place_flat(struct cyc *c, const struct req *q, int64_t t0, int64_t
 			continue;
 		}
 		if (nf > 1)
-			cand_sort(sp, nf, in->sc_tmp, sched__leaf_cmp);
+			leaf_sort(sp, nf, in->sc_tmp);
 		size_t i = 0;
 		while (nc < want && i < nf && sp[i].key < K)
 			ch[nc++] = sp[i++];
@@ -861,16 +922,12 @@ size_t sched__place_flat(struct cyc *c, const struct req *q, int64_t t0, int64_t
 		memmove(sp, sp + i, nf * sizeof(*sp)); /* what is left: keys above K */
 	}
 	if ((size_t)c->cnt[row * 65 + F] == hb[F] && nf > 1)
-		cand_sort(sp, nf, in->sc_tmp, sched__leaf_cmp);
+		leaf_sort(sp, nf, in->sc_tmp);
 	for (size_t i = 0; nc < want && i < nf; i++)
 		ch[nc++] = sp[i];
 	if (nc != want)
 		abort(); /* the buckets disagree with the counts: a bug, never a wrong placement */
-	if (nc > 1)
-		cand_sort(ch, nc, in->sc_tmp, node_cmp);
-	for (size_t k = 0; k < nc; k++)
-		out[k] = (struct sched_alloc){ ch[k].node, sched__take_bits(ch[k].pref, ch[k].mask, q->g) };
-	return nc;
+	return emit_by_node(c, ch, nc, q->g, out);
 }
 
 /* ------------------------------------------------------------ fast sweep */

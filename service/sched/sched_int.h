@@ -56,6 +56,9 @@ struct ctab {
 	uint32_t gen;
 };
 
+/* Per-cycle arrays the incremental view keeps between calls (sched__scratch). */
+enum scratch { SCR_ORDER, SCR_PRIO, SCR_OKEY, SCR_RUNTIME, SCR_RANK, SCR_TGPUS, SCR_TJOBS, SCR_VICTIM, SCR_N };
+
 /* A release of the incremental view: running run in slot `slot` ends at t (unclamped). */
 struct rkey {
 	int64_t t;
@@ -117,6 +120,8 @@ struct inc {
 	size_t nvlist, cap_vlist;
 	/* scratch, nn entries each */
 	struct cand *sc_cand, *sc_pick, *sc_tmp;
+	int *pos;                       /* emit_by_node(): candidate of a node */
+	uint64_t *nodebits;             /* emit_by_node(): nw words, zero between uses */
 	uint64_t *sc_mask, *sc_last;
 	int64_t *sc_time;
 	struct sched_alloc *sc_alloc, *sc_alloc2;
@@ -130,6 +135,12 @@ struct inc {
 	int *touched;                   /* nodes whose freemask a start changed in this cycle */
 	bool *tflag;
 	size_t ntouched;
+	void *scr[SCR_N];               /* sched__scratch() buffers */
+	size_t cap_scr[SCR_N];
+	struct rel *crel;               /* the cycle's crel and resv arrays, kept */
+	size_t cap_crel;
+	struct resv *resv;
+	size_t cap_resv;
 	struct ctab ucache;             /* unit maxima: static and health data only */
 	struct ctab fcache;             /* failed shapes: cleared every cycle */
 };
@@ -191,6 +202,7 @@ struct cyc {
 
 enum place_mode { PLACE_NOW, PLACE_LATER };
 
+
 /* Bit count without a libgcc call (no -mpopcnt in a portable build). */
 static inline int sched__pc(uint64_t x)
 {
@@ -224,6 +236,7 @@ void sched__inc_free(struct inc *in);
 int sched__inc_begin(struct cyc *c, int (*validate)(struct cyc *));
 void sched__inc_end(struct cyc *c);
 void sched__inc_touch(struct cyc *c, int n);
+void *sched__scratch(struct cyc *c, enum scratch id, size_t bytes, bool zero);
 void sched__inc_bucket(struct inc *in, int n, int from, int to);
 void sched__inc_victim(struct cyc *c, size_t ri);
 bool sched__rel_victim(const struct cyc *c, const struct rel *r);

@@ -18,3 +18,6 @@ add_test(NAME unit.sim.random_invariants
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/sim/test_random_invariants.py
                  $<TARGET_FILE:muster-sim> 1 2 jobs=250)
 set_tests_properties(unit.sim.random_invariants PROPERTIES TIMEOUT 300)
+add_test(NAME unit.sim.incremental
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/sim/test_incremental.py $<TARGET_FILE:muster-sim> jobs=400)
+set_tests_properties(unit.sim.incremental PROPERTIES TIMEOUT 300)
