@@ -94,8 +94,18 @@ int store_sched_usage(PGconn *c, struct mu_arena *a, const char *scope, const ch
 			    "   coalesce($2::timestamptz, now()) AS t),"
 			    " x AS (SELECT t.name AS tenant, CASE WHEN $4::bool THEN u.user_name END AS usr,"
 			    "   sum(round(u.gpus * greatest(0, extract(epoch FROM least(u.ended_at, w.t)"
-			    "     - greatest(u.started_at, w.f)))))::bigint AS gs, count(*) AS runs"
-			    "   FROM usage_records u JOIN tenants t ON t.id = u.tenant_id, w"
+			    "     - greatest(u.started_at, w.f))))"
+			    /* an elastic run that shrank: its lost GPUs' seconds, spread
+			     * from the start to the (last) shrink, clipped to the window */
+			    "     + CASE WHEN r.shrunk_gpu_seconds = 0 THEN 0"
+			    "       WHEN r.shrunk_at <= u.started_at THEN CASE WHEN r.shrunk_at >= w.f"
+			    "         AND r.shrunk_at < w.t THEN r.shrunk_gpu_seconds ELSE 0 END"
+			    "       ELSE round(r.shrunk_gpu_seconds * greatest(0, extract(epoch FROM"
+			    "         least(r.shrunk_at, w.t) - greatest(u.started_at, w.f)))"
+			    "         / extract(epoch FROM r.shrunk_at - u.started_at)) END)::bigint AS gs,"
+			    "   count(*) AS runs"
+			    "   FROM usage_records u JOIN tenants t ON t.id = u.tenant_id"
+			    "   JOIN runs r ON r.id = u.run_id, w"
 			    "   WHERE u.started_at < w.t AND u.ended_at > w.f AND " IN_SCOPE("t.path", "$3")
 			    "   GROUP BY 1, 2)"
 			    " SELECT " TS("w.f") ", " TS("w.t") ", x.tenant, x.usr, x.gs, x.runs"

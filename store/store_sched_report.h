@@ -39,7 +39,8 @@ struct store_sched_usage_row {
 };
 /*
  * GPU-seconds of runs overlapping [from, to) (NULL = 30 days ago / now),
- * prorated to the window, per tenant (or per tenant and user). Bad
+ * prorated to the window, per tenant (or per tenant and user); the GPUs an
+ * elastic run lost count from its start to its (last) shrink. Bad
  * timestamps answer MU_EINVAL naming "from" or "to". *from_out and *to_out get
  * the window actually used.
  */

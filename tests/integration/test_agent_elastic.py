@@ -19,6 +19,7 @@ import time
 import harness
 from harness import check, check_eq
 from test_grpc_common import make_tenant, make_token
+from test_sched_common import sql as fast_sql, val as fast_val
 
 NODES = ["el-n1", "el-n2", "el-n3"]
 S = {}
@@ -72,14 +73,16 @@ def submit(c, nodes, min_nodes):
 
 
 def val(c, q, *p):
-    return c.sql_value(q, *[str(x) for x in p])
+    """One value over the cluster's libpq connection (psql per poll is slow
+    on a loaded machine)."""
+    return fast_val(c, q, *[str(x) for x in p])
 
 
 def ranks(c, run):
     """{node name: rank} of the run's live allocation."""
-    return {r[0]: int(r[1]) for r in c.sql(
+    return {r[0]: int(r[1]) for r in fast_sql(c, 
         "SELECT n.name, min(a.node_rank) FROM run_allocations a JOIN nodes n ON n.id = a.node_id"
-        " WHERE a.run_id = $1 AND a.live GROUP BY n.name", run)}
+        " WHERE a.run_id = $1 AND a.live GROUP BY n.name", str(run))}
 
 
 def pids(run, rank):
@@ -181,6 +184,11 @@ def test_xid_shrinks_in_place_then_completes(c):
     check_eq(u[0], u[2], "gpu_seconds = kept part + lost part", u)
     check_eq(u[3], u[4], "lost part = 4 GPUs x (shrink - start)", u)
     check_eq(u[1], "8", "usage_records.gpus: the GPUs held at the end")
+    # the usage report (sreport-like) counts the lost part too
+    st, _, rep = c.api("GET", "/v1/usage", token=S["user"])
+    check_eq(st, 200, rep)
+    check_eq(sum(r["gpu_seconds"] for r in rep["items"]),
+             int(val(c, "SELECT sum(gpu_seconds) FROM usage_records")), "GET /v1/usage = records", rep)
 
 
 def test_killed_agent_shrinks_then_stops_the_part_when_back(c):
