@@ -376,7 +376,7 @@ int sched__nodes_ge(const struct cyc *c, int model, int g)
 {
 	int row = model < 0 ? c->nmodels : model;
 	int sum = 0;
-	for (int k = g; k <= SCHED_MAX_GPUS; k++)
+	for (int k = g; k <= c->maxk[row]; k++) /* no node of the row has more GPUs */
 		sum += c->cnt[row * 65 + k];
 	return sum;
 }
@@ -426,6 +426,14 @@ static int setup(struct cyc *c)
 	c->avail = sched__xcalloc(nn, sizeof(uint64_t));
 	c->freemask = sched__xcalloc(nn, sizeof(uint64_t));
 	c->cnt = sched__xcalloc((size_t)(c->nmodels + 1) * 65, sizeof(int));
+	c->maxk = sched__xcalloc((size_t)c->nmodels + 1, sizeof(int));
+	for (size_t i = 0; i < nn; i++) {
+		int g = s->nodes[i].gpu_count;
+		if (g > c->maxk[c->model[i]])
+			c->maxk[c->model[i]] = g;
+		if (g > c->maxk[c->nmodels])
+			c->maxk[c->nmodels] = g;
+	}
 	c->rhead = sched__xmalloc(nn * sizeof(int) + 1);
 	c->total_gpus = 0;
 	for (size_t i = 0; i < nn; i++) {
@@ -496,6 +504,7 @@ static void teardown(struct cyc *c)
 		free(c->avail);
 		free(c->freemask);
 		free(c->cnt);
+		free(c->maxk);
 		free(c->rhead);
 		free(c->sc_cand);
 		free(c->sc_mask);
@@ -898,6 +907,8 @@ static enum sched_reason feasibility(struct cyc *c, const struct sched_job *j, c
 
 static void fmt_time(char *buf, size_t len, int64_t now, int64_t t)
 {
+	if (len == 0)
+		return;
 	snprintf(buf, len, "t=%lld (in %llds)", (long long)t, (long long)(t - now));
 }
 
@@ -1032,7 +1043,7 @@ static void run_jobs(struct cyc *c)
 			if (t != SCHED_NEVER) {
 				nres++;
 				commit_reservation(c, ji, t, t + rt, c->sc_alloc, na);
-				fmt_time(buf, sizeof(buf), c->now, t);
+				fmt_time(buf, s->settings.quiet ? 0 : sizeof(buf), c->now, t);
 				verdict(c, ji, SCHED_REASON_RESERVATION, t, "reserved to start at %s", buf);
 				continue;
 			}
@@ -1062,7 +1073,7 @@ static bool try_preempt(struct cyc *c, size_t ji, const struct req *q, int64_t r
 		int64_t t = sched__earliest(c, &rq, rt, c->sc_alloc, &na);
 		if (t != SCHED_NEVER && t <= c->max_stopping_end) {
 			commit_reservation(c, ji, t, t + rt, c->sc_alloc, na);
-			fmt_time(buf, sizeof(buf), c->now, t);
+			fmt_time(buf, c->s->settings.quiet ? 0 : sizeof(buf), c->now, t);
 			verdict(c, ji, SCHED_REASON_PREEMPTING, t, "preempted runs are stopping; starts at %s", buf);
 			return true;
 		}
@@ -1074,7 +1085,7 @@ static bool try_preempt(struct cyc *c, size_t ji, const struct req *q, int64_t r
 	if (t == SCHED_NEVER)
 		return false; /* cannot happen: the victims' GPUs fit it */
 	commit_reservation(c, ji, t, t + rt, c->sc_alloc, na);
-	fmt_time(buf, sizeof(buf), c->now, t);
+	fmt_time(buf, c->s->settings.quiet ? 0 : sizeof(buf), c->now, t);
 	verdict(c, ji, why == SCHED_PREEMPT_RECLAIM ? SCHED_REASON_QUOTA_GUARANTEED : SCHED_REASON_PREEMPTING, t,
 	        why == SCHED_PREEMPT_RECLAIM ? "reclaims its guaranteed GPUs from borrowers; starts at %s"
 	                                     : "preempts lower-priority runs; starts at %s",

@@ -48,6 +48,7 @@ void sched__inc_free(struct inc *in)
 	free(in->avail);
 	free(in->freemask);
 	free(in->cnt);
+	free(in->maxk);
 	free(in->bm);
 	free(in->rhead);
 	for (size_t i = 0; i < in->cap_slot; i++)
@@ -96,6 +97,7 @@ static void ctab_clear(struct ctab *t)
 	if (++t->gen == 0) { /* wrapped: old entries could look live */
 		if (t->cap)
 			memset(t->e, 0, t->cap * sizeof(*t->e));
+		memset(t->memo, 0, sizeof(t->memo));
 		t->gen = 1;
 	}
 }
@@ -377,6 +379,13 @@ static int build(struct cyc *c, struct inc *in)
 	in->avail = sched__xcalloc(ns, sizeof(uint64_t));
 	in->freemask = sched__xcalloc(ns, sizeof(uint64_t));
 	in->cnt = sched__xcalloc((size_t)(in->nmodels + 1) * 65, sizeof(int));
+	in->maxk = sched__xcalloc((size_t)in->nmodels + 1, sizeof(int));
+	for (size_t i = 0; i < nn; i++) {
+		if (in->gcount[i] > in->maxk[in->model[i]])
+			in->maxk[in->model[i]] = in->gcount[i];
+		if (in->gcount[i] > in->maxk[in->nmodels])
+			in->maxk[in->nmodels] = in->gcount[i];
+	}
 	in->bm = sched__xcalloc((size_t)(in->nmodels + 1) * 65 * in->nw, sizeof(uint64_t));
 	in->rhead = sched__xmalloc(ns * sizeof(int));
 	for (size_t i = 0; i < nn; i++) {
@@ -558,6 +567,7 @@ int sched__inc_begin(struct cyc *c, int (*validate)(struct cyc *))
 	c->avail = in->avail;
 	c->freemask = in->freemask;
 	c->cnt = in->cnt;
+	c->maxk = in->maxk;
 	c->rhead = in->rhead;
 	c->total_gpus = in->total_gpus;
 	c->sc_cand = in->sc_cand;
@@ -814,11 +824,15 @@ size_t sched__place_flat(struct cyc *c, const struct req *q, int64_t t0, int64_t
 	struct inc *in = c->inc;
 	struct cand *sp = c->sc_cand;
 	size_t nsp = 0, counted = 0;
-	size_t hs[SCHED_MAX_GPUS + 1] = { 0 }; /* special candidates by usable GPUs */
-	size_t hb[SCHED_MAX_GPUS + 1] = { 0 }; /* special nodes the buckets hold, by free count */
+	uint32_t hs[SCHED_MAX_GPUS + 1]; /* special candidates by usable GPUs */
+	uint32_t hb[SCHED_MAX_GPUS + 1]; /* special nodes the buckets hold, by free count */
 	if (q->model == -2 || q->nmax < 1)
 		return 0;
 	int row = q->model < 0 ? c->nmodels : q->model;
+	if (q->g > c->maxk[row])
+		return 0; /* no node of the model is that big */
+	memset(hs, 0, (size_t)(c->maxk[row] + 1) * sizeof(*hs));
+	memset(hb, 0, (size_t)(c->maxk[row] + 1) * sizeof(*hb));
 	if (++in->mk_cur == 0) {
 		memset(in->mk_stamp, 0, in->nn * sizeof(uint32_t));
 		in->mk_cur = 1;
@@ -873,7 +887,7 @@ size_t sched__place_flat(struct cyc *c, const struct req *q, int64_t t0, int64_t
 	 */
 	size_t below = 0;
 	int F = q->g;
-	for (; F < SCHED_MAX_GPUS; F++) {
+	for (; F < c->maxk[row]; F++) {
 		size_t here = hs[F] + (size_t)c->cnt[row * 65 + F] - hb[F];
 		if (below + here >= want)
 			break;

@@ -54,6 +54,11 @@ struct ctab {
 	struct centry *e;
 	size_t cap, n;
 	uint32_t gen;
+	struct umemo {              /* sched__max_in_unit()'s last answers, valid while gen holds */
+		int model, g, req;
+		int value;
+		uint32_t gen;
+	} memo[2][16];
 };
 
 /* Per-cycle arrays the incremental view keeps between calls (sched__scratch). */
@@ -95,7 +100,7 @@ struct inc {
 	int *unit[SCHED_MAX_LEVELS];
 	bool *up, *bad;
 	uint64_t *avail, *freemask;
-	int *cnt;                       /* as struct cyc */
+	int *cnt, *maxk;                /* as struct cyc */
 	uint64_t *bm;                   /* [(nmodels + 1) * 65][nw]: UP nodes by free count */
 	size_t nw;
 	int *rhead;
@@ -159,6 +164,7 @@ struct cyc {
 	uint64_t *avail;                /* healthy GPUs of UP nodes */
 	uint64_t *freemask;             /* free now, shrinks as jobs start */
 	int *cnt;                       /* [(nmodels + 1) * 65]: UP nodes by free count */
+	int *maxk;                      /* [nmodels + 1]: the most GPUs of a node of the model (row) */
 	int *rhead;
 	struct resv *resv;
 	size_t nresv, cap_resv;

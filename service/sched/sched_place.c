@@ -126,9 +126,17 @@ int sched__max_in_unit(struct cyc *c, const struct req *q, bool healthy_only)
 	struct req key = *q;
 	key.nmin = key.nmax = 0;
 	key.preferred = -1;
+	struct ctab *t = c->ucache;
+	if (!t->gen)
+		t->gen = 1;
+	struct umemo *m = &t->memo[healthy_only][(unsigned)(q->model * 7 + q->g * 3 + q->required) & 15];
+	if (m->gen == t->gen && m->model == q->model && m->g == q->g && m->req == q->required)
+		return m->value; /* every pending job asks: skip the hash for the shapes just seen */
 	int64_t cached;
-	if (sched__cache_get(c->ucache, healthy_only ? CACHE_UNIT_OK : CACHE_UNIT_ALL, &key, &cached))
+	if (sched__cache_get(t, healthy_only ? CACHE_UNIT_OK : CACHE_UNIT_ALL, &key, &cached)) {
+		*m = (struct umemo){ q->model, q->g, q->required, (int)cached, t->gen };
 		return (int)cached;
+	}
 	int best = 0;
 	if (q->model != -2) {
 		int *count = NULL;
@@ -150,7 +158,8 @@ int sched__max_in_unit(struct cyc *c, const struct req *q, bool healthy_only)
 		}
 		free(count);
 	}
-	sched__cache_put(c->ucache, healthy_only ? CACHE_UNIT_OK : CACHE_UNIT_ALL, &key)->value = best;
+	sched__cache_put(t, healthy_only ? CACHE_UNIT_OK : CACHE_UNIT_ALL, &key)->value = best;
+	*m = (struct umemo){ q->model, q->g, q->required, best, t->gen };
 	return best;
 }
 
