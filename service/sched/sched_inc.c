@@ -405,7 +405,8 @@ static int build(struct cyc *c, struct inc *in)
 	for (size_t i = 0; i < s->nruns; i++)
 		if (!run_add(in, &s->runs[i], false))
 			return 2;
-	qsort(in->rk, in->nrk, sizeof(*in->rk), rk_cmp);
+	if (in->nrk > 1)
+		qsort(in->rk, in->nrk, sizeof(*in->rk), rk_cmp);
 	in->sc_cand = sched__xmalloc(ns * sizeof(struct cand));
 	in->sc_pick = sched__xmalloc(ns * sizeof(struct cand));
 	in->sc_tmp = sched__xmalloc(ns * sizeof(struct cand));
