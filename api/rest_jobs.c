@@ -111,7 +111,7 @@ static void submit_group(PGconn *db, struct store_work **items, size_t n)
 		if (subs[i]->rc < 0) {
 			items[i]->err = subs[i]->err;
 			rq->err = subs[i]->err;
-		} else {
+		} else if (!subs[i]->replied) {
 			encode_jobs(rq, subs[i]);
 		}
 	}
@@ -123,6 +123,13 @@ static void submit_group(PGconn *db, struct store_work **items, size_t n)
 void rest_jobs_init(struct store_pool *pool)
 {
 	store_pool_group(pool, REST_JOBS_GROUP_SUBMIT, submit_group, REST_JOBS_GROUP_MAX);
+}
+
+/* store_job_submit.reply of a batch: its 201 (no headers, so building it
+ * again after a retry is harmless) built while the transaction ends. */
+static void reply_early(struct store_job_submit *s)
+{
+	encode_jobs(s->reply_arg, s);
 }
 
 static int submit(struct rest_req *rq, struct store_job_submit *s)
@@ -303,6 +310,8 @@ int rest_jobs_batch(struct rest_req *rq)
 	b->jobs = jobs;
 	s->decode = batch_decode;
 	s->decode_arg = b;
+	s->reply = reply_early;
+	s->reply_arg = rq;
 	batch_hints(rq, s, jobs);
 	mu_debug("jobs batch jobs=%zu parse_ms=%.1f", s->n, mono_ms() - t0);
 	/* the jobs borrow strings from `body`: keep it with the request */

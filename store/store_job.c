@@ -538,13 +538,22 @@ static int copy_put(PGconn *c, struct mu_buf *data, struct mu_error *err)
 	return 0;
 }
 
-/* Ends the COPY; with `ret` < 0 (the caller gave up) it is aborted. */
-static int copy_end(PGconn *c, int ret, struct mu_error *err)
+/* Ends the COPY; with `ret` < 0 (the caller gave up) it is aborted. While
+ * the server finishes it, calls every written request's reply hook when
+ * `reqs` is set. */
+static int copy_end(PGconn *c, int ret, struct store_job_submit **reqs, size_t n,
+		    struct mu_error *err)
 {
 	PGresult *r;
 
 	if (PQputCopyEnd(c, ret < 0 ? "aborted by the client" : NULL) != 1 && !ret)
 		ret = mu_error_set(err, MU_EUNAVAIL, "", "COPY failed: %s", PQerrorMessage(c));
+	for (size_t i = 0; i < n && !ret; i++) {
+		if (reqs[i]->rc == 0 && !reqs[i]->replayed && reqs[i]->reply) {
+			reqs[i]->reply(reqs[i]);
+			reqs[i]->replied = true;
+		}
+	}
 	while ((r = PQgetResult(c))) {
 		if (!ret)
 			ret = store_db_check(c, r, err);
@@ -675,17 +684,17 @@ static int insert_jobs(PGconn *c, struct group_ctx *g, struct store_job_submit *
 	for (size_t i = 0; i < n && !ret; i++) {
 		struct store_job_submit *s = reqs[i];
 
+		if (s->rc != 0 || s->replayed)
+			continue;
 		if (s->decode && !s->decoded) {
 			ret = stream_rows(c, g, s, r, tids[i], cids[i], &rows, err);
 			if (!ret && s->rc < 0) {
-				copy_end(c, s->rc, err); /* aborts it: the caller rolls back */
+				copy_end(c, s->rc, NULL, 0, err); /* aborts it: the caller rolls back */
 				goto out;
 			}
 			at += s->n;
 			continue;
 		}
-		if (s->rc != 0 || s->replayed)
-			continue;
 		for (size_t k = 0; k < s->n; k++, at++) {
 			struct store_job *j = &s->jobs[k];
 
@@ -702,7 +711,7 @@ static int insert_jobs(PGconn *c, struct group_ctx *g, struct store_job_submit *
 	if (!ret)
 		ret = copy_put(c, &rows, err);
 	t2 = mono_ms();
-	ret = copy_end(c, ret, err);
+	ret = copy_end(c, ret, NULL, 0, err);
 	if (ret < 0)
 		goto out;
 	t3 = mono_ms();
@@ -731,7 +740,7 @@ static int insert_jobs(PGconn *c, struct group_ctx *g, struct store_job_submit *
 	}
 	mu_buf_addc(&ids, '}');
 	ret = copy_put(c, &rows, err);
-	ret = copy_end(c, ret, err);
+	ret = copy_end(c, ret, reqs, n, err);
 	if (ret < 0)
 		goto out;
 	p[0] = ids.p;
@@ -809,6 +818,7 @@ static int submit_once(PGconn *c, struct store_job_submit **reqs, size_t n, stru
 	for (size_t i = 0; i < n; i++) {
 		reqs[i]->rc = 0;
 		reqs[i]->replayed = false;
+		reqs[i]->replied = false;
 		mu_error_clear(&reqs[i]->err);
 		tids[i] = mu_calloc(reqs[i]->n + 1, sizeof(**tids));
 		cids[i] = mu_calloc(reqs[i]->n + 1, sizeof(**cids));

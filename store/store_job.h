@@ -105,6 +105,13 @@ struct store_job_submit {
 	int64_t *hint_deps;
 	size_t nhint_deps;
 	bool decoded;               /* set by the store once jobs[] are all decoded */
+	/* Optional: called on the worker once the request's jobs are written
+	 * (ids set), while the database still works on the transaction, so
+	 * that the reply is built meanwhile; `replied` tells it was called.
+	 * rc may still turn < 0 afterwards (then the reply is not used). */
+	void (*reply)(struct store_job_submit *s);
+	void *reply_arg;
+	bool replied;
 	/* out */
 	int rc;
 	bool replayed;              /* idempotent retry: jobs[0] is the original */

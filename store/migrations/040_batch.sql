@@ -16,6 +16,10 @@
 --    conflicted).
 -- 3. events_tenant (tenant_id, id): no query reads events by tenant (Watch
 --    scans by id, a job's events come through events_job).
+-- 4. jobs_state_id (state, id): no query needs it: the scheduler's pending
+--    scan (state = 'PENDING' ORDER BY id) uses jobs_active, listing by state
+--    walks the primary key in id order, the pending-quota count goes by
+--    tenant (jobs_tenant_id). Checked with EXPLAIN on 430k jobs.
 
 ALTER TABLE jobs DROP CONSTRAINT jobs_tenant_id_fkey;
 ALTER TABLE jobs DROP CONSTRAINT jobs_priority_class_id_fkey;
@@ -119,3 +123,4 @@ CREATE UNIQUE INDEX jobs_idempotency ON jobs (tenant_id, idempotency_key)
 ALTER TABLE jobs DROP CONSTRAINT jobs_tenant_id_idempotency_key_key;
 
 DROP INDEX events_tenant;
+DROP INDEX jobs_state_id;

@@ -229,5 +229,167 @@ def test_service_endpoints(c):
     check_eq(w["role"], "admin", w)
 
 
+def test_batch_streamed_in_chunks(c):
+    """A batch alone in its group is decoded and checked chunk by chunk
+    while earlier rows are written (500 jobs a chunk): errors still come in
+    the order of decoding every job first, a failure past the first chunk
+    writes nothing, and a good batch writes every job with its
+    job.submitted event, in id order."""
+    tenant(c, "streamy")
+    tenant(c, "streamy2")
+    parent = c.api("POST", "/v1/jobs", job("streamy"))[2]["id"]
+    before = count_jobs(c)
+    events_before = int(c.sql_value("SELECT count(*) FROM events"))
+    jobs = [job("streamy" if i % 3 else "streamy2", name="s%d" % i) for i in range(1200)]
+
+    def post(js):
+        return c.api("POST", "/v1/jobs/batch", {"jobs": js}, timeout=120)
+
+    # a database check fails early, a decoding error comes late: decoding wins
+    bad = list(jobs)
+    bad[10] = job("streamy", priority_class="nope")
+    bad[1100] = job("streamy", nodes=0)
+    st, _, p = post(bad)
+    check_eq(st, 400, p)
+    check_eq(p["field"], "jobs.1100.nodes")
+    bad[1100] = 5
+    st, _, p = post(bad)
+    check_eq((st, p["field"]), (400, "jobs.1100"), p)
+    # only database checks fail: the first one in job order
+    bad[1100] = job("nosuch")
+    st, _, p = post(bad)
+    check_eq((st, p["field"]), (404, "jobs.10.priority_class"), p)
+    bad[10] = jobs[10]
+    st, _, p = post(bad)
+    check_eq((st, p["field"]), (404, "jobs.1100.tenant"), p)
+    bad[1100] = job("streamy", dependencies=[{"type": "afterok", "job_id": 999999999}])
+    st, _, p = post(bad)
+    check_eq((st, p["field"]), (404, "jobs.1100.dependencies.0.job_id"), p)
+    check_eq(count_jobs(c), before)
+    check_eq(int(c.sql_value("SELECT count(*) FROM events")), events_before)
+
+    good = list(jobs)
+    good[1100] = job("streamy", name="s1100", dependencies=[{"type": "afterok", "job_id": parent}],
+                     time_limit="2:00", labels={"k": "v"}, env={"E": "tab\there"})
+    st, _, r = post(good)
+    check_eq(st, 201, r)
+    items = r["items"]
+    check_eq([x["name"] for x in items], ["s%d" % i for i in range(1200)])
+    ids = [x["id"] for x in items]
+    check_eq(ids, sorted(ids))
+    check_eq(len(set(ids)), 1200)
+    check_eq(len({x["created_at"] for x in items}), 1)
+    check_eq([x["tenant"] for x in items[:3]], ["streamy2", "streamy", "streamy"])
+    check_eq(items[1100]["time_limit"], 120)
+    check_eq(items[1100]["dependencies"], [{"type": "afterok", "job_id": parent}])
+    check_eq(count_jobs(c), before + 1200)
+    # one job.submitted per job, in job order, with the job's tenant
+    rows = c.sql("SELECT e.job_id, t.name FROM events e JOIN tenants t ON t.id = e.tenant_id"
+                 " WHERE e.kind = 'job.submitted' AND e.job_id >= $1 ORDER BY e.id", ids[0])
+    check_eq([int(r[0]) for r in rows], ids)
+    check_eq([r[1] for r in rows[:3]], ["streamy2", "streamy", "streamy"])
+    st, _, g = c.api("GET", "/v1/jobs/%d" % ids[1100])
+    check_eq(st, 200, g)
+    check_eq([e["kind"] for e in g["events"]], ["job.submitted"])
+    for k in ("name", "tenant", "env", "labels", "time_limit", "created_at", "dependencies"):
+        check_eq(g[k], items[1100][k], k)
+
+
+def test_batch_quota_and_tenant_token(c):
+    """A tenant token's batch takes its tenant; the pending quota counts the
+    whole batch (and what is already pending)."""
+    tenant(c, "capq", max_pending=600)
+    tok = token(c, "tenant", "capq", "bea")
+    st, _, p = c.api("POST", "/v1/jobs/batch", {"jobs": [job() for _ in range(601)]}, token=tok,
+                     timeout=60)
+    check_eq(st, 429, p)
+    st, _, r = c.api("POST", "/v1/jobs/batch", {"jobs": [job() for _ in range(599)]}, token=tok,
+                     timeout=60)
+    check_eq(st, 201, r)
+    check_eq({(x["tenant"], x["user"]) for x in r["items"]}, {("capq", "bea")})
+    st, _, p = c.api("POST", "/v1/jobs/batch", {"jobs": [job(), job()]}, token=tok)
+    check_eq(st, 429, p)
+    st, _, p = c.api("POST", "/v1/jobs/batch", {"jobs": [job(user="x")]}, token=tok)
+    check_eq((st, p["field"]), (403, "jobs.0.user"), p)
+    check_eq(count_jobs(c, "tenant_id = (SELECT id FROM tenants WHERE name = 'capq')"), 599)
+
+
+def test_batch_grouped_with_single_submits(c):
+    """Small batches and single submits sent at once share group
+    transactions (each batch decoded before BEGIN): every one succeeds or
+    fails alone, all or nothing per batch."""
+    import threading
+    tenant(c, "busy")
+    before = count_jobs(c, "tenant_id = (SELECT id FROM tenants WHERE name = 'busy')")
+    out = []
+
+    def client(i):
+        if i % 4 == 0:
+            js = [job("busy", name="g%d.%d" % (i, k)) for k in range(40)]
+            if i % 8 == 0:
+                js[7] = job("busy", nodes=0)
+            st, _, r = c.api("POST", "/v1/jobs/batch", {"jobs": js}, timeout=60)
+            out.append((i, st, len(r["items"]) if st == 201 else r.get("field")))
+        else:
+            st, _, r = c.api("POST", "/v1/jobs", job("busy", name="g%d" % i), timeout=60)
+            out.append((i, st, 1 if st == 201 else None))
+
+    for _ in range(3):
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(24)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    want = 0
+    for i, st, n in out:
+        if i % 8 == 0:
+            check_eq((st, n), (400, "jobs.7.nodes"), i)
+        elif i % 4 == 0:
+            check_eq((st, n), (201, 40), i)
+            want += 40
+        else:
+            check_eq((st, n), (201, 1), i)
+            want += 1
+    got = c.sql("SELECT t.name, count(*) FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
+                " WHERE j.name LIKE 'g%' GROUP BY 1")
+    check_eq(count_jobs(c, "tenant_id = (SELECT id FROM tenants WHERE name = 'busy')"),
+             before + want, got)
+
+
+def sql_error(c, sql):
+    """The server's error for `sql`, or None when it succeeded."""
+    try:
+        c.sql(sql)
+    except RuntimeError as e:
+        return str(e)
+    return None
+
+
+def test_job_references_checked_per_statement(c):
+    """040_batch: the jobs -> tenants / priority classes rule is checked once
+    per statement, with the foreign keys' errors: a missing tenant or class
+    is refused, a referenced one cannot be deleted or renumbered."""
+    tenant(c, "refd")
+    refd = "(SELECT id FROM tenants WHERE name = 'refd')"
+    for sql, con in [
+            ("INSERT INTO jobs (tenant_id, priority_class_id, nodes, gpus_per_node, time_limit)"
+             " VALUES (987654, (SELECT min(id) FROM priority_classes), 1, 1, 60)",
+             "jobs_tenant_id_fkey"),
+            ("INSERT INTO jobs (tenant_id, priority_class_id, nodes, gpus_per_node, time_limit)"
+             " SELECT " + refd + ", 32000, 1, 1, 60", "jobs_priority_class_id_fkey")]:
+        e = sql_error(c, sql)
+        check(e and 'violates foreign key constraint "%s"' % con in e, sql, e)
+    check_eq(c.api("POST", "/v1/jobs", job("refd"))[0], 201)
+    e = sql_error(c, "UPDATE jobs SET tenant_id = 987654 WHERE tenant_id = " + refd)
+    check(e and "jobs_tenant_id_fkey" in e, e)
+    check(sql_error(c, "UPDATE jobs SET name = 'renamed' WHERE tenant_id = " + refd) is None)
+    for sql in ["DELETE FROM tenants WHERE name = 'refd'",
+                "UPDATE tenants SET id = 987654 WHERE name = 'refd'",
+                "DELETE FROM priority_classes WHERE is_default"]:
+        e = sql_error(c, sql)
+        check(e and "update or delete on table" in e, sql, e)
+    st, _, p = c.api("DELETE", "/v1/tenants/refd")
+    check_eq(st, 409, p)
+
 if __name__ == "__main__":
     harness.main(api=True)
