@@ -177,9 +177,11 @@ struct sched_user {
  * run's fields never change while it runs (report it removed and added
  * instead); run ids are unique. The first call with a hint, a call after one
  * without, and one after a failed call build the view from the whole
- * snapshot (the lists are then ignored); so does any call whose lists do
- * not add up (an unknown removed run, a run count that does not match).
- * With settings.predict, or with a stopping run, the core ignores the hint.
+ * snapshot (the lists are then ignored); so do a call whose lists do not
+ * add up (an unknown removed run, a run count that does not match), one
+ * whose `now` is earlier than the previous one's, and one that changes
+ * settings.predict or a node's GPU count, model or topology. With a
+ * stopping run the core ignores the hint.
  * Borrowed for the call, like everything in the snapshot.
  */
 struct sched_delta {

@@ -58,6 +58,7 @@ void sched__inc_free(struct inc *in)
 	free(in->hkey);
 	free(in->hval);
 	free(in->rk);
+	free(in->pk);
 	free(in->own_g);
 	free(in->own_j);
 	free(in->pc);
@@ -219,17 +220,49 @@ static void hdel(struct inc *in, int64_t id)
 	}
 }
 
-static size_t rk_lower(const struct inc *in, int64_t t)
+static size_t keys_lower(const struct rkey *v, size_t n, int64_t t)
 {
-	size_t lo = 0, hi = in->nrk;
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t m = (lo + hi) / 2;
-		if (in->rk[m].t < t)
+		if (v[m].t < t)
 			lo = m + 1;
 		else
 			hi = m;
 	}
 	return lo;
+}
+
+/* Inserts (t, slot) after the keys <= t (sorted), or at the end (a build sorts later). */
+static void keys_add(struct rkey **v, size_t *n, size_t *cap, int64_t t, int slot, bool sorted)
+{
+	*v = sched__grow(*v, cap, *n + 1, sizeof(**v));
+	size_t at = sorted ? keys_lower(*v, *n, t + 1) : *n;
+	memmove(&(*v)[at + 1], &(*v)[at], (*n - at) * sizeof(**v));
+	(*v)[at] = (struct rkey){ t, slot };
+	(*n)++;
+}
+
+static void keys_del(struct rkey *v, size_t *n, int64_t t, int slot)
+{
+	size_t i = keys_lower(v, *n, t);
+	while (i < *n && v[i].slot != slot)
+		i++;
+	if (i == *n)
+		abort(); /* every key the view files it can find again */
+	memmove(&v[i], &v[i + 1], (*n - i - 1) * sizeof(*v));
+	(*n)--;
+}
+
+/*
+ * The planned end of a run as sched__run_end() computes it (before the
+ * clamp to now + 1, which rel_time() applies): its prediction while that
+ * lies ahead, else its limit. A run planned at its prediction is also filed
+ * in in->pk, to move to its limit when the clock passes the prediction.
+ */
+static int64_t run_key(const struct inc *in, const struct islot *x, int64_t now)
+{
+	return in->predict && x->pe > now && x->pe < x->lim ? x->pe : x->lim;
 }
 
 static void prio_add(struct inc *in, int prio, int d)
@@ -251,7 +284,7 @@ static void prio_add(struct inc *in, int prio, int d)
 }
 
 /* Copies run r into a slot. false: the view cannot hold it (stopping, or its id twice). */
-static bool run_add(struct inc *in, const struct sched_run *r, bool sorted)
+static bool run_add(struct inc *in, const struct sched_run *r, bool sorted, int64_t now)
 {
 	if (r->stopping || hget(in, r->run_id) >= 0)
 		return false;
@@ -279,7 +312,10 @@ static bool run_add(struct inc *in, const struct sched_run *r, bool sorted)
 		memcpy(x->alloc, r->alloc, r->nalloc * sizeof(*x->alloc));
 	x->nalloc = r->nalloc;
 	x->run_id = r->run_id;
-	x->end = r->start + (r->time_limit > 0 ? r->time_limit : 1);
+	x->lim = r->start + (r->time_limit > 0 ? r->time_limit : 1);
+	x->pe = r->predicted_end;
+	x->end = run_key(in, x, now);
+	x->in_pk = false;
 	x->tenant = r->tenant;
 	x->gpus = g;
 	x->priority = r->priority;
@@ -292,14 +328,11 @@ static bool run_add(struct inc *in, const struct sched_run *r, bool sorted)
 	if (r->preemptible)
 		prio_add(in, r->priority, +1);
 	if (r->nalloc) {
-		in->rk = sched__grow(in->rk, &in->cap_rk, in->nrk + 1, sizeof(*in->rk));
-		size_t at = in->nrk;
-		if (sorted) {
-			at = rk_lower(in, x->end + 1);
-			memmove(&in->rk[at + 1], &in->rk[at], (in->nrk - at) * sizeof(*in->rk));
+		keys_add(&in->rk, &in->nrk, &in->cap_rk, x->end, k, sorted);
+		if (x->end != x->lim) {
+			keys_add(&in->pk, &in->npk, &in->cap_pk, x->pe, k, sorted);
+			x->in_pk = true;
 		}
-		in->rk[at] = (struct rkey){ x->end, k };
-		in->nrk++;
 	}
 	return true;
 }
@@ -310,15 +343,10 @@ static bool run_del(struct inc *in, int64_t run_id)
 	if (k < 0)
 		return false;
 	struct islot *x = &in->slot[k];
-	if (x->nalloc) {
-		size_t i = rk_lower(in, x->end);
-		while (i < in->nrk && in->rk[i].slot != k)
-			i++;
-		if (i == in->nrk)
-			abort(); /* a live run with GPUs always has its release */
-		memmove(&in->rk[i], &in->rk[i + 1], (in->nrk - i - 1) * sizeof(*in->rk));
-		in->nrk--;
-	}
+	if (x->nalloc)
+		keys_del(in->rk, &in->nrk, x->end, k);
+	if (x->in_pk)
+		keys_del(in->pk, &in->npk, x->pe, k);
 	in->own_g[x->tenant] -= x->gpus;
 	in->own_j[x->tenant]--;
 	if (x->preemptible)
@@ -334,6 +362,22 @@ static int rk_cmp(const void *a, const void *b)
 {
 	const struct rkey *x = a, *y = b;
 	return (x->t > y->t) - (x->t < y->t);
+}
+
+/* The clock passed these runs' predictions: they are planned at their limits now. */
+static void pass_predictions(struct inc *in, int64_t now)
+{
+	size_t n = 0;
+	while (n < in->npk && in->pk[n].t <= now) {
+		struct islot *x = &in->slot[in->pk[n++].slot];
+		int k = (int)(x - in->slot);
+		keys_del(in->rk, &in->nrk, x->end, k);
+		x->end = x->lim;
+		x->in_pk = false;
+		keys_add(&in->rk, &in->nrk, &in->cap_rk, x->end, k, true);
+	}
+	memmove(in->pk, in->pk + n, (in->npk - n) * sizeof(*in->pk));
+	in->npk -= n;
 }
 
 /* ------------------------------------------------------------ build, apply */
@@ -402,11 +446,14 @@ static int build(struct cyc *c, struct inc *in)
 	}
 	in->own_g = sched__xcalloc(s->ntenants + 1, sizeof(int64_t));
 	in->own_j = sched__xcalloc(s->ntenants + 1, sizeof(int));
+	in->predict = s->settings.predict;
 	for (size_t i = 0; i < s->nruns; i++)
-		if (!run_add(in, &s->runs[i], false))
+		if (!run_add(in, &s->runs[i], false, s->now))
 			return 2;
 	if (in->nrk > 1)
 		qsort(in->rk, in->nrk, sizeof(*in->rk), rk_cmp);
+	if (in->npk > 1)
+		qsort(in->pk, in->npk, sizeof(*in->pk), rk_cmp);
 	in->sc_cand = sched__xmalloc(ns * sizeof(struct cand));
 	in->sc_pick = sched__xmalloc(ns * sizeof(struct cand));
 	in->sc_tmp = sched__xmalloc(ns * sizeof(struct cand));
@@ -522,9 +569,12 @@ static int apply(struct cyc *c, struct inc *in)
 		if (!run_del(in, d->removed[i]))
 			return 1;
 	for (size_t i = 0; i < d->nadded; i++)
-		if (!run_add(in, &s->runs[d->added[i]], true))
+		if (!run_add(in, &s->runs[d->added[i]], true, s->now))
 			return s->runs[d->added[i]].stopping ? 2 : 1;
-	return in->nlive == s->nruns ? 0 : 1;
+	if (in->nlive != s->nruns)
+		return 1;
+	pass_predictions(in, s->now);
+	return 0;
 }
 
 int sched__inc_begin(struct cyc *c, int (*validate)(struct cyc *))
@@ -533,10 +583,8 @@ int sched__inc_begin(struct cyc *c, int (*validate)(struct cyc *))
 	struct inc *in = c->inc;
 	int ret, st = 1;
 	c->inc = NULL;
-	if (s->settings.predict) /* run ends move with now: the full path */
-		goto out_full;
 	if (in && in->nn == s->nnodes && in->nlevels == s->settings.nlevels && in->ntenants == s->ntenants &&
-	    in->nusers <= s->nusers) {
+	    in->nusers <= s->nusers && in->predict == s->settings.predict && in->now <= s->now) {
 		if ((ret = validate_delta(c, in))) {
 			sched__inc_free(in);
 			return ret;
@@ -553,6 +601,7 @@ int sched__inc_begin(struct cyc *c, int (*validate)(struct cyc *))
 	if (st != 0)
 		goto out_full;
 	in->nusers = s->nusers;
+	in->now = s->now; /* planned ends are right for this time and later ones */
 	c->inc = in;
 	c->now = s->now;
 	c->nn = s->nnodes;

@@ -72,7 +72,9 @@ struct rkey {
 
 /* A running run as the incremental view keeps it (a copy: snapshots are borrowed). */
 struct islot {
-	int64_t run_id, end;
+	int64_t run_id, end;            /* end: its key in rk (planned end, unclamped) */
+	int64_t lim, pe;                /* start + limit; predicted end (0 none) */
+	bool in_pk;
 	int tenant, gpus, priority;
 	bool preemptible, live;
 	size_t nalloc;
@@ -116,6 +118,10 @@ struct inc {
 	size_t hcap;
 	struct rkey *rk;                /* releases sorted by t */
 	size_t nrk, cap_rk;
+	bool predict;                   /* settings.predict the keys were computed with */
+	int64_t now;                    /* the time they are right for (and later, with pk) */
+	struct rkey *pk;                /* runs planned at their prediction, by prediction */
+	size_t npk, cap_pk;
 	int64_t *own_g;                 /* per tenant: GPUs of its own runs (not its subtree) */
 	int *own_j;
 	struct pcount *pc;              /* preemptible runs by class priority, ascending */

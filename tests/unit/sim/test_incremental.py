@@ -7,7 +7,8 @@ and placements (nodes and GPU indexes of every run, preemptions included)
 must be byte-identical. Clusters with and without topology levels (the flat
 ones take the fast placement paths), GPU models, unhealthy GPUs, drained and
 down nodes, quotas, guarantees, preemption, elastic gangs, dependencies; every
-policy; and a generated SWF trace on 200 x 8 GPUs.
+policy, with and without runtime prediction; and a generated SWF trace on
+200 x 8 GPUs.
 usage: test_incremental.py MUSTER_SIM [jobs=N]"""
 import json, math, os, random, subprocess, sys, tempfile
 
@@ -109,16 +110,17 @@ with tempfile.TemporaryDirectory() as d:
             c, t = os.path.join(d, 'c.json'), os.path.join(d, 't.csv')
             open(c, 'w').write(json.dumps(cluster(rng, levels)))
             open(t, 'w').write(trace(rng, JOBS, levels))
-            for pol in ('fcfs', 'easy', 'conservative', 'muster'):
-                tag = f'seed {seed} {"topology" if levels else "flat"} {pol}'
-                err = replay(['--csv', t, '--cluster', c, '--policy', pol], d, tag)
+            for pol, predict in (('fcfs', []), ('easy', []), ('conservative', []), ('muster', []),
+                                 ('easy', ['--predict']), ('muster', ['--predict'])):
+                tag = f'seed {seed} {"topology" if levels else "flat"} {pol} {" ".join(predict)}'
+                err = replay(['--csv', t, '--cluster', c, '--policy', pol] + predict, d, tag)
                 if err:
                     failures.append(err)
     rng = random.Random(7)
     t = os.path.join(d, 'g.swf')
     open(t, 'w').write(swf(rng, 6 * JOBS, 1600))
-    for pol in ('easy', 'conservative', 'muster'):
-        err = replay(['--swf', t, '--nodes', '200', '--gpus-per-node', '8', '--policy', pol], d,
+    for pol in ('easy', 'conservative', 'muster', 'easy --predict'):
+        err = replay(['--swf', t, '--nodes', '200', '--gpus-per-node', '8', '--policy'] + pol.split(), d,
                      f'generated {6 * JOBS} jobs, 200 x 8 GPUs, {pol}')
         if err:
             failures.append(err)
