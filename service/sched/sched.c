@@ -91,6 +91,7 @@ struct blk {
 
 struct dpriv {
 	struct blk *blocks;
+	struct blk *spare;      /* emptied blocks kept for the next cycle (calls with a delta) */
 	size_t cap_starts, cap_pre, cap_shr, cap_res, cap_fail, cap_verd;
 	struct inc *inc;        /* the incremental view, kept between calls with a delta */
 };
@@ -114,11 +115,16 @@ static void *arena_alloc(struct dpriv *p, size_t n)
 	n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
 	struct blk *b = p->blocks;
 	if (!b || b->cap - b->used < n) {
-		size_t cap = n > 65536 ? n : 65536;
-		b = sched__xmalloc(sizeof(*b) + cap);
+		if (p->spare && p->spare->cap >= n) {
+			b = p->spare;
+			p->spare = b->next;
+		} else {
+			size_t cap = n > 65536 ? n : 65536;
+			b = sched__xmalloc(sizeof(*b) + cap);
+			b->cap = cap;
+		}
 		b->next = p->blocks;
 		b->used = 0;
-		b->cap = cap;
 		p->blocks = b;
 	}
 	void *r = (char *)b->data + b->used;
@@ -136,11 +142,13 @@ void sched_decisions_release(struct sched_decisions *d)
 	struct dpriv *p = d->priv;
 	if (p) {
 		sched__inc_free(p->inc);
-		struct blk *b = p->blocks;
-		while (b) {
-			struct blk *n = b->next;
-			free(b);
-			b = n;
+		for (int i = 0; i < 2; i++) {
+			struct blk *b = i ? p->spare : p->blocks;
+			while (b) {
+				struct blk *n = b->next;
+				free(b);
+				b = n;
+			}
 		}
 		free(p);
 	}
@@ -157,15 +165,11 @@ void sched_decisions_release(struct sched_decisions *d)
 static void decisions_clear(struct sched_decisions *d)
 {
 	struct dpriv *p = d->priv;
-	struct blk *b = p->blocks ? p->blocks->next : NULL;
-	while (b) {
-		struct blk *n = b->next;
-		free(b);
-		b = n;
-	}
-	if (p->blocks) {
-		p->blocks->next = NULL;
-		p->blocks->used = 0;
+	while (p->blocks) { /* all blocks become spares: a busy cycle's blocks serve the next one */
+		struct blk *b = p->blocks;
+		p->blocks = b->next;
+		b->next = p->spare;
+		p->spare = b;
 	}
 	d->nstarts = d->npreemptions = d->nshrinks = d->nreservations = d->nfails = d->nverdicts = 0;
 	d->error[0] = '\0';

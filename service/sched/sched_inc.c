@@ -306,8 +306,11 @@ static bool run_add(struct inc *in, const struct sched_run *r, bool sorted, int6
 	int g = 0;
 	for (size_t a = 0; a < r->nalloc; a++)
 		g += sched__pc(r->alloc[a].gpus);
-	free(x->alloc);
-	x->alloc = sched__xmalloc((r->nalloc + 1) * sizeof(*x->alloc));
+	if (x->cap_alloc < r->nalloc + 1) { /* slots are reused: so is their copy */
+		free(x->alloc);
+		x->cap_alloc = r->nalloc + 1;
+		x->alloc = sched__xmalloc(x->cap_alloc * sizeof(*x->alloc));
+	}
 	if (r->nalloc)
 		memcpy(x->alloc, r->alloc, r->nalloc * sizeof(*x->alloc));
 	x->nalloc = r->nalloc;

@@ -77,7 +77,7 @@ struct islot {
 	bool in_pk;
 	int tenant, gpus, priority;
 	bool preemptible, live;
-	size_t nalloc;
+	size_t nalloc, cap_alloc;
 	struct sched_alloc *alloc;
 };
 

@@ -288,14 +288,23 @@ out:
 
 /* ------------------------------------------------------------ state changes */
 
+/* Bit count without a libgcc call (no -mpopcnt in a portable build); as sched's. */
+static inline int popcount64(uint64_t x)
+{
+	x = x - ((x >> 1) & 0x5555555555555555ULL);
+	x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+	return (int)((x * 0x0101010101010101ULL) >> 56);
+}
+
 static void frag_node(struct sim *s, size_t n, int sign)
 {
 	const struct sched_node *x = &s->nodes[n];
 	if (x->state != SCHED_NODE_UP)
 		return;
-	int f = __builtin_popcountll(x->healthy & ~x->used);
+	int f = popcount64(x->healthy & ~x->used);
 	s->free_gpus += sign * f;
-	if (f > 0 && f < __builtin_popcountll(x->healthy))
+	if (f > 0 && f < popcount64(x->healthy))
 		s->partial_free += sign * f;
 }
 
@@ -438,6 +447,9 @@ static void job_end(struct sim *s, size_t ji)
 		s->usage_t[j->user] = s->now;
 	}
 	placement_line(s, ji, s->now, NULL);
+	mu_free(j->alloc); /* done with it: 300,000 gangs' copies would pile up otherwise */
+	j->alloc = NULL;
+	j->nalloc = 0;
 }
 
 /* ------------------------------------------------------------ invariants */
