@@ -1,6 +1,7 @@
 /*
  * fuzz_cluster - libFuzzer driver for the muster-sim cluster file reader (service/sim/cluster.c): no crash;
- * an accepted file is a valid snapshot for the policy core (one cycle runs).
+ * an accepted file is a valid snapshot for the policy core (one cycle runs, and gives the same
+ * decisions through the incremental view).
  *
  * Built as a libFuzzer target with -DMUSTER_FUZZ=ON and clang; linked with
  * replay_main.c (muster_fuzz_driver) it gets a plain main that replays the files and folders
@@ -37,11 +38,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			                 .topo_required = c.nlevels > 0 ? 0 : -1, .topo_preferred = -1 };
 		struct sched_snapshot s = { .now = 0, .settings = c.settings, .nnodes = c.nnodes, .nodes = c.nodes,
 			                    .njobs = 1, .jobs = &job, .ntenants = c.ntenants, .tenants = c.tenants };
-		struct sched_decisions d;
+		struct sched_decisions d, dv;
 		sched_decisions_init(&d);
-		if (c.nnodes <= 4096 && sched_cycle(&s, &d) != 0)
-			abort();
+		sched_decisions_init(&dv);
+		if (c.nnodes <= 4096) {
+			if (sched_cycle(&s, &d) != 0)
+				abort();
+			/* and through the incremental view (snapshot.delta): the same decisions */
+			struct sched_delta none = { 0 };
+			s.delta = &none;
+			if (sched_cycle(&s, &dv) != 0 || dv.nstarts != d.nstarts || dv.nreservations != d.nreservations ||
+			    dv.verdicts[0].reason != d.verdicts[0].reason ||
+			    dv.verdicts[0].planned_start != d.verdicts[0].planned_start)
+				abort();
+			for (size_t i = 0; i < d.nstarts; i++)
+				for (size_t k = 0; k < d.starts[i].nalloc; k++)
+					if (dv.starts[i].nalloc != d.starts[i].nalloc ||
+					    dv.starts[i].alloc[k].node != d.starts[i].alloc[k].node ||
+					    dv.starts[i].alloc[k].gpus != d.starts[i].alloc[k].gpus)
+						abort();
+		}
 		sched_decisions_release(&d);
+		sched_decisions_release(&dv);
 	} else if (err.msg[0] == '\0') {
 		abort();
 	}
