@@ -154,7 +154,7 @@ static int run_status_tx(PGconn *db, void *arg, struct mu_error *err)
 	const char *p[7] = { run, node, s->phase, ec, sig, s->log_path ? s->log_path : "",
 			     s->message ? s->message : "" };
 	PGresult *res = NULL;
-	bool live, ended, stopping, member, failed, all_exited;
+	bool live, ended, stopping, member, node_fault, failed, all_exited;
 	int ret;
 
 	snprintf(run, sizeof(run), "%lld", (long long)s->run_id);
@@ -164,7 +164,11 @@ static int run_status_tx(PGconn *db, void *arg, struct mu_error *err)
 	ret = store_db_exec(db,
 			    "SELECT r.live, r.ended_at IS NOT NULL, r.state = 'STOPPING' OR r.stop_requested_at IS NOT NULL,"
 			    " EXISTS (SELECT 1 FROM run_allocations a WHERE a.run_id = r.id AND a.node_id = $2::bigint"
-			    "   AND a.live)"
+			    "   AND a.live),"
+			    " (SELECT j.min_nodes < r.nodes FROM jobs j WHERE j.id = r.job_id) IS TRUE"
+			    "   AND EXISTS (SELECT 1 FROM run_allocations a JOIN gpus g ON g.node_id = a.node_id"
+			    "     AND g.idx = a.gpu_index WHERE a.run_id = r.id AND a.node_id = $2::bigint AND a.live"
+			    "     AND NOT g.healthy)"
 			    " FROM runs r WHERE r.id = $1::bigint"
 			    " AND EXISTS (SELECT 1 FROM run_allocations a WHERE a.run_id = r.id AND a.node_id = $2::bigint)"
 			    " FOR UPDATE OF r",
@@ -179,6 +183,7 @@ static int run_status_tx(PGconn *db, void *arg, struct mu_error *err)
 	ended = store_db_get_bool(res, 0, 1);
 	stopping = store_db_get_bool(res, 0, 2);
 	member = store_db_get_bool(res, 0, 3);
+	node_fault = store_db_get_bool(res, 0, 4);
 	store_db_clear(res);
 	/* never downgrade a part that has exited */
 	ret = store_db_exec(db,
@@ -234,6 +239,10 @@ static int run_status_tx(PGconn *db, void *arg, struct mu_error *err)
 					    " exit_signal = coalesce(exit_signal, nullif($5::int, 0))"
 					    " WHERE id = $1::bigint AND $2::bigint > 0 AND $3::text <> ''",
 					    5, p, NULL, err);
+	} else if (failed && node_fault) {
+		/* the part died with its GPU (fatal XID) and the run is elastic
+		 * with nodes to spare: a node failure, not the job's. The
+		 * scheduler shrinks the run off this node. */
 	} else if (failed) {
 		/* one part failed: the run failed; the other parts leave their desired state */
 		ret = store_db_exec(db,

@@ -69,7 +69,9 @@ int store_agent_heartbeat_timeout(PGconn *c);
  * COMPLETED; a stopping run gets ended_at once every part exited. NOTIFY
  * muster_sched 'run:<id>'. A run not allocated to the node is ignored (0).
  * A node an elastic run was shrunk off (its allocation there no longer live)
- * only records its status and event: the run goes on on the kept nodes.
+ * only records its status and event: the run goes on on the kept nodes. A
+ * failed part of an elastic run that can lose this node, on a GPU already
+ * marked unhealthy, does not fail the run either: the scheduler shrinks it.
  */
 struct store_agent_status {
 	int64_t node_id;

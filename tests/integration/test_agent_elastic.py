@@ -10,8 +10,10 @@ stopped (TERM) and its allocation freed, the survivors' hostfile lists the
 two kept nodes, event run.shrunk is written, and the job completes
 COMPLETED with GPU-seconds = kept part to the end + lost part to the
 shrink. A SIGKILLed agent's node goes DOWN and the run shrinks the same
-way; the agent, back, stops the part it left running. A last job (2 nodes, min_nodes 1) shrinks to one node, then a
-second fault leaves it below min_nodes: stopped everywhere and requeued."""
+way; the agent, back, stops the part it left running. A last job (2
+nodes, min_nodes 1) loses a part that dies with its GPU before the
+scheduler acts (still a shrink, not a failed job), then a second fault
+leaves it below min_nodes: stopped everywhere and requeued."""
 import os
 import signal
 import time
@@ -26,7 +28,8 @@ S = {}
 # Each process appends its PID once (a restart would add a line), waits for
 # the release file, then copies the hostfile it sees at the end.
 HOLD = ("echo $$ >> $OUT/pid.$MUSTER_RUN_ID.$NODE_RANK; "
-        "while [ ! -e $OUT/release.$MUSTER_RUN_ID ]; do sleep 0.05; done; "
+        "while [ ! -e $OUT/release.$MUSTER_RUN_ID ]; do "
+        "[ -e $OUT/crash.$MUSTER_RUN_ID.$NODE_RANK ] && exit 7; sleep 0.05; done; "
         "cp $MUSTER_HOSTFILE $OUT/hosts.$MUSTER_RUN_ID.$NODE_RANK")
 
 
@@ -41,7 +44,8 @@ def setup(c):
     c.sql("INSERT INTO priority_classes (name, priority, preemptible, grace_period)"
           " VALUES ('quick', 100, true, 2)")
     S["user"] = make_token(c, "tenant", tenant="ela", user="eve")
-    c.start_process(["muster-scheduler", "--db", c.db_url, "--log-level", "info"], name="scheduler")
+    S["sched"] = c.start_process(["muster-scheduler", "--db", c.db_url, "--log-level", "info"],
+                                 name="scheduler")
     S["out"] = os.path.join(c.dir, "out")
     os.makedirs(S["out"])
     S["agents"], S["tokens"] = {}, {}
@@ -234,11 +238,24 @@ def test_second_fault_below_min_requeues(c):
     before = {r: pids(run, r)[0] for r in range(2)}
     first = [n for n, r in rk.items() if r == 0][0]  # rank 0 too may go: MASTER_ADDR is then stale
     other = [n for n in rk if n != first][0]
-    fault(c, first, 0)
+    # The part on the faulty GPU dies (exit 7) before the scheduler acts
+    # (held with SIGSTOP): a node failure, not the job's; the run shrinks.
+    os.kill(S["sched"].pid, signal.SIGSTOP)
+    try:
+        fault(c, first, 0)
+        c.wait_until(lambda: val(c, "SELECT healthy FROM gpus g JOIN nodes n ON n.id = g.node_id"
+                                    " WHERE n.name = $1 AND g.idx = 0", first) == "f", 10, "GPU 0 unhealthy")
+        open(os.path.join(S["out"], "crash.%s.0" % run), "w").close()
+        c.wait_until(lambda: val(c, "SELECT exit_code FROM run_node_status s JOIN nodes n ON n.id = s.node_id"
+                                    " WHERE s.run_id = $1 AND n.name = $2", run, first) == "7", 10,
+                     "rank 0's part reported exit 7")
+        check_eq(val(c, "SELECT state FROM runs WHERE id = $1", run), "RUNNING", "the run did not fail")
+    finally:
+        os.kill(S["sched"].pid, signal.SIGCONT)
     wait_shrunk(c, run, 1)
     check_eq(ranks(c, run), {other: 1}, "one node left, rank kept")
-    c.wait_until(lambda: not alive(before[0]), 10, "rank 0's process stopped")
     check(alive(before[1]), "rank 1 runs on")
+    check_eq(val(c, "SELECT state FROM runs WHERE id = $1", run), "RUNNING")
     fault(c, other, 1, xid=48)
     c.wait_until(lambda: val(c, "SELECT state FROM runs WHERE id = $1", run) not in ("RUNNING", "STARTING"),
                  15, "run %s stopped below min_nodes" % run)
