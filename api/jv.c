@@ -123,6 +123,97 @@ int jv_parse(const char *buf, size_t len, json_t **out, struct mu_error *err)
 	return 0;
 }
 
+static size_t skip_ws(const char *s, size_t len, size_t i)
+{
+	while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+		i++;
+	return i;
+}
+
+/* The end of the value starting at s[i] (a string, an object or array with
+ * its strings skipped, or a scalar up to the next delimiter); 0 when it
+ * runs past the end. Structure is not checked: parsing the value is. */
+static size_t value_end(const char *s, size_t len, size_t i)
+{
+	int depth = 0;
+	bool in_str = false;
+
+	if (s[i] != '"' && s[i] != '{' && s[i] != '[') {
+		while (i < len && !strchr(" \t\n\r,]}", s[i]))
+			i++;
+		return i;
+	}
+	for (; i < len; i++) {
+		char c = s[i];
+
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = false;
+			else
+				continue;
+			if (!in_str && depth == 0)
+				return i + 1;
+			continue;
+		}
+		if (c == '"')
+			in_str = true;
+		else if (c == '{' || c == '[')
+			depth++;
+		else if ((c == '}' || c == ']') && --depth == 0)
+			return i + 1;
+	}
+	return 0;
+}
+
+long jv_split_array(const char *buf, size_t len, const char *key, struct jv_span *out, size_t cap)
+{
+	size_t klen = strlen(key), i, n = 0;
+
+	if (!jv_utf8_valid(buf, len) || memchr(buf, '\0', len) || !depth_ok(buf, len))
+		return -1;
+	i = skip_ws(buf, len, 0);
+	if (i >= len || buf[i] != '{')
+		return -1;
+	i = skip_ws(buf, len, i + 1);
+	if (len - i < klen + 2 || buf[i] != '"' || memcmp(buf + i + 1, key, klen) ||
+	    buf[i + 1 + klen] != '"')
+		return -1;
+	i = skip_ws(buf, len, i + klen + 2);
+	if (i >= len || buf[i] != ':')
+		return -1;
+	i = skip_ws(buf, len, i + 1);
+	if (i >= len || buf[i] != '[')
+		return -1;
+	i = skip_ws(buf, len, i + 1);
+	if (i < len && buf[i] == ']')
+		return -1; /* empty: let the whole parse answer */
+	for (;;) {
+		size_t end;
+
+		if (i >= len || strchr(",]}", buf[i]) || n == cap)
+			return -1;
+		end = value_end(buf, len, i);
+		if (!end || end == i)
+			return -1;
+		out[n].p = buf + i;
+		out[n++].len = end - i;
+		i = skip_ws(buf, len, end);
+		if (i >= len)
+			return -1;
+		if (buf[i] == ']')
+			break;
+		if (buf[i] != ',')
+			return -1;
+		i = skip_ws(buf, len, i + 1);
+	}
+	i = skip_ws(buf, len, i + 1);
+	if (i >= len || buf[i] != '}')
+		return -1;
+	return skip_ws(buf, len, i + 1) == len ? (long)n : -1;
+}
+
 int jv_object(const json_t *obj, const char *const *allowed, const char *prefix, const char *what,
 	      struct mu_error *err)
 {

@@ -33,6 +33,23 @@
 int jv_parse(const char *buf, size_t len, json_t **out, struct mu_error *err)
 	__attribute__((warn_unused_result));
 
+/* A byte range of a request body. */
+struct jv_span {
+	const char *p;
+	size_t len;
+};
+
+/*
+ * Splits a body of exactly the form {"<key>": [v1, v2, ...]} (JSON
+ * whitespace between tokens) into the ranges of v1, v2, ... (at most `cap`)
+ * without parsing them, after the checks jv_parse makes on the whole text
+ * (UTF-8, no NUL, nesting depth). Returns the count, or -1 for any other
+ * text or more than `cap` values: the caller then parses it whole with
+ * jv_parse, which reports any error. The whole text is valid JSON exactly
+ * when every value parses alone.
+ */
+long jv_split_array(const char *buf, size_t len, const char *key, struct jv_span *out, size_t cap);
+
 /* true when `len` bytes at `s` are well-formed UTF-8 (no overlongs, no surrogates). */
 bool jv_utf8_valid(const char *s, size_t len);
 /* Number of code points in valid UTF-8 `s`. */

@@ -190,130 +190,153 @@ out:
 
 struct batch {
 	struct rest_req *rq;
-	json_t *jobs;
+	struct jv_span *spans; /* each job's text, when the body splits */
+	json_t *keep;          /* every parsed job or body: the jobs borrow their strings */
 };
 
-/* store_job_submit.decode, on the pool's worker: decodes and checks jobs
- * [from, to) of the batch, as POST /v1/jobs would one job. */
+/* Decodes and checks job i of the batch, as POST /v1/jobs would one job. */
+static int decode_item(const struct batch *b, struct store_job_submit *s, size_t i,
+		       const json_t *item)
+{
+	char prefix[32];
+	int ret;
+
+	snprintf(prefix, sizeof(prefix), "jobs.%zu.", i);
+	if (!json_is_object(item)) {
+		ret = mu_error_set(&s->err, MU_ETYPE, "", "must be a job object");
+		snprintf(s->err.field, sizeof(s->err.field), "jobs.%zu", i);
+		return ret;
+	}
+	ret = codec_job_decode(item, s->arena, prefix, &s->jobs[i], &s->err);
+	if (ret < 0)
+		return ret;
+	return apply_principal(b->rq, &s->jobs[i], prefix, &s->err);
+}
+
+/* store_job_submit.decode, on the pool's worker: parses and decodes jobs
+ * [from, to) from their own texts. Any error only sends the store to
+ * batch_decode_all, which names it as parsing the whole body would. */
 static int batch_decode(struct store_job_submit *s, size_t from, size_t to)
 {
 	const struct batch *b = s->decode_arg;
-	int ret = 0;
 
 	for (size_t i = from; i < to; i++) {
-		const json_t *item = json_array_get(b->jobs, i);
-		char prefix[32];
+		json_error_t je;
+		json_t *v = json_loadb(b->spans[i].p, b->spans[i].len,
+				       JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+		int ret;
 
-		snprintf(prefix, sizeof(prefix), "jobs.%zu.", i);
-		if (!json_is_object(item)) {
-			ret = mu_error_set(&s->err, MU_ETYPE, "", "must be a job object");
-			snprintf(s->err.field, sizeof(s->err.field), "jobs.%zu", i);
-			return ret;
-		}
-		ret = codec_job_decode(item, s->arena, prefix, &s->jobs[i], &s->err);
-		if (ret < 0)
-			return ret;
-		ret = apply_principal(b->rq, &s->jobs[i], prefix, &s->err);
+		if (!v)
+			return mu_error_set(&s->err, MU_EJSON, "", "malformed JSON");
+		json_array_append_new(b->keep, v);
+		ret = decode_item(b, s, i, v);
 		if (ret < 0)
 			return ret;
 	}
 	return 0;
 }
 
-/* The tenants and dependencies the batch's jobs name, for the group's
- * lookups before the jobs themselves are decoded. Malformed values are
- * skipped: decoding reports them. */
-static void batch_hints(struct rest_req *rq, struct store_job_submit *s, const json_t *jobs)
+/* The checks of a batch body before its jobs, in their order; *jobs is
+ * borrowed from body. */
+static int check_body(const json_t *body, json_t **jobs, struct mu_error *err)
 {
-	size_t i, cap = 0, dcap = 0;
-	const json_t *item;
+	static const char *const fields[] = { "jobs", NULL };
+	int ret;
 
-	s->hint_tenants = mu_arena_alloc(rq->arena, sizeof(*s->hint_tenants) * 8);
-	cap = 8;
-	json_array_foreach(jobs, i, item) {
-		const json_t *t = json_object_get(item, "tenant"), *deps, *d;
-		const char *name = json_is_string(t) ? json_string_value(t) : rq->who.tenant;
-		size_t k;
+	if (!json_is_object(body))
+		return mu_error_set(err, MU_ETYPE, "", "the body must be a JSON object");
+	ret = jv_object(body, fields, "", "", err);
+	if (ret < 0)
+		return ret;
+	*jobs = json_object_get(body, "jobs");
+	if (!*jobs || json_is_null(*jobs))
+		return mu_error_set(err, MU_EMISSING, "jobs", "required");
+	if (!json_is_array(*jobs))
+		return mu_error_set(err, MU_ETYPE, "jobs", "must be an array of jobs");
+	if (json_array_size(*jobs) < 1 || json_array_size(*jobs) > CODEC_JOB_MAX_BATCH)
+		return mu_error_set(err, MU_ERANGE, "jobs", "must hold 1..%d jobs",
+				    CODEC_JOB_MAX_BATCH);
+	return 0;
+}
 
-		if (name && (!s->nhint_tenants || strcmp(s->hint_tenants[s->nhint_tenants - 1], name))) {
-			for (k = 0; k < s->nhint_tenants && strcmp(s->hint_tenants[k], name); k++)
-				;
-			if (k == s->nhint_tenants) {
-				if (s->nhint_tenants == cap) {
-					const char **n = mu_arena_alloc(rq->arena, sizeof(*n) * cap * 2);
+/* store_job_submit.decode_all: the whole body parsed and every job decoded
+ * in order; the first error is the answer. */
+static int batch_decode_all(struct store_job_submit *s)
+{
+	const struct batch *b = s->decode_arg;
+	const struct rest_req *rq = b->rq;
+	json_t *body = NULL, *jobs = NULL;
+	int ret;
 
-					memcpy(n, s->hint_tenants, sizeof(*n) * cap);
-					s->hint_tenants = n;
-					cap *= 2;
-				}
-				s->hint_tenants[s->nhint_tenants++] = name;
-			}
-		}
-		deps = json_object_get(item, "dependencies");
-		json_array_foreach(deps, k, d) {
-			const json_t *id = json_object_get(d, "job_id");
-
-			if (!json_is_integer(id))
-				continue;
-			if (s->nhint_deps == dcap) {
-				int64_t *n = mu_arena_alloc(rq->arena, sizeof(*n) * (dcap ? dcap * 2 : 16));
-
-				if (dcap)
-					memcpy(n, s->hint_deps, sizeof(*n) * dcap);
-				s->hint_deps = n;
-				dcap = dcap ? dcap * 2 : 16;
-			}
-			s->hint_deps[s->nhint_deps++] = json_integer_value(id);
-		}
+	ret = jv_parse(rq->body, rq->body_len, &body, &s->err);
+	if (ret < 0)
+		return ret;
+	json_array_append_new(b->keep, body);
+	ret = check_body(body, &jobs, &s->err);
+	if (ret < 0)
+		return ret;
+	if (json_array_size(jobs) != s->n)
+		return mu_error_set(&s->err, MU_EINTERNAL, "", "the batch split into %zu jobs, not %zu",
+				    s->n, json_array_size(jobs));
+	for (size_t i = 0; i < s->n; i++) {
+		ret = decode_item(b, s, i, json_array_get(jobs, i));
+		if (ret < 0)
+			return ret;
 	}
+	return 0;
 }
 
 /*
- * The body is parsed here; its jobs are decoded on the pool's worker
- * (batch_decode), chunk by chunk while the previous chunk's rows are being
- * written, so the event loop stays free and decoding overlaps the COPY.
- * Errors and their order are those of decoding every job first.
+ * A body of the plain form {"jobs": [...]} is only split here: its jobs are
+ * parsed and decoded on the pool's worker, chunk by chunk, while the
+ * previous chunk's rows are being written, so the event loop stays free and
+ * the work overlaps the COPY. Errors are those of parsing and decoding the
+ * whole body first (see store_job_submit.decode). Any other body is parsed
+ * and decoded here.
  */
 int rest_jobs_batch(struct rest_req *rq)
 {
-	static const char *const fields[] = { "jobs", NULL };
 	struct store_job_submit *s = mu_arena_alloc(rq->arena, sizeof(*s));
 	struct batch *b = mu_arena_alloc(rq->arena, sizeof(*b));
-	json_t *body = NULL, *jobs;
+	json_t *body = NULL, *jobs = NULL;
 	double t0 = mono_ms();
+	long n;
 	int ret;
 
-	ret = rest_body_json(rq, &body);
-	if (ret < 0)
-		goto out;
-	ret = jv_object(body, fields, "", "", &rq->err);
-	if (ret < 0)
-		goto out;
-	jobs = json_object_get(body, "jobs");
-	if (!jobs || json_is_null(jobs)) {
-		ret = mu_error_set(&rq->err, MU_EMISSING, "jobs", "required");
-		goto out;
-	}
-	if (!json_is_array(jobs)) {
-		ret = mu_error_set(&rq->err, MU_ETYPE, "jobs", "must be an array of jobs");
-		goto out;
-	}
-	if (json_array_size(jobs) < 1 || json_array_size(jobs) > CODEC_JOB_MAX_BATCH) {
-		ret = mu_error_set(&rq->err, MU_ERANGE, "jobs", "must hold 1..%d jobs",
-				   CODEC_JOB_MAX_BATCH);
-		goto out;
-	}
-	s->n = json_array_size(jobs);
-	s->batch = true;
-	s->jobs = mu_arena_alloc(rq->arena, sizeof(*s->jobs) * s->n);
 	b->rq = rq;
-	b->jobs = jobs;
-	s->decode = batch_decode;
+	s->batch = true;
 	s->decode_arg = b;
 	s->reply = reply_early;
 	s->reply_arg = rq;
-	batch_hints(rq, s, jobs);
-	mu_debug("jobs batch jobs=%zu parse_ms=%.1f", s->n, mono_ms() - t0);
+	b->spans = mu_arena_alloc(rq->arena, sizeof(*b->spans) * CODEC_JOB_MAX_BATCH);
+	n = jv_split_array(rq->body, rq->body_len, "jobs", b->spans, CODEC_JOB_MAX_BATCH);
+	if (n > 0) {
+		s->n = (size_t)n;
+		s->jobs = mu_arena_alloc(rq->arena, sizeof(*s->jobs) * s->n);
+		s->decode = batch_decode;
+		s->decode_all = batch_decode_all;
+		b->keep = json_array();
+		rest_result(rq, 0, b->keep); /* released with the request */
+		mu_debug("jobs batch jobs=%zu split_ms=%.1f", s->n, mono_ms() - t0);
+		return submit(rq, s);
+	}
+
+	ret = jv_parse(rq->body, rq->body_len, &body, &rq->err);
+	if (ret < 0)
+		goto out;
+	ret = check_body(body, &jobs, &rq->err);
+	if (ret < 0)
+		goto out;
+	s->n = json_array_size(jobs);
+	s->jobs = mu_arena_alloc(rq->arena, sizeof(*s->jobs) * s->n);
+	b->keep = body;
+	for (size_t i = 0; i < s->n; i++) {
+		ret = decode_item(b, s, i, json_array_get(jobs, i));
+		if (ret < 0) {
+			rq->err = s->err;
+			goto out;
+		}
+	}
 	/* the jobs borrow strings from `body`: keep it with the request */
 	rest_result(rq, 0, body);
 	body = NULL;

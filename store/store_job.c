@@ -118,7 +118,9 @@ struct group_ctx {
 	size_t ntenants, tcap;
 	struct class_info *classes;
 	size_t nclasses;
-	PGresult *deps;    /* id, path */
+	int64_t *dep_ids;  /* dependencies looked up (mu_grow) ... */
+	const char **dep_paths; /* ... and their tenant paths (arena) */
+	size_t ndeps, dcap;
 	const char *levels; /* settings.topology_levels as JSON text, e.g. ["block", "rack"] */
 	PGresult *idem;    /* tenant_id, key, sha, JOB_COLS */
 };
@@ -163,8 +165,49 @@ static int fail_req(struct store_job_submit *s, int code, size_t job, const char
 	return code;
 }
 
-static int load_refs(PGconn *c, struct group_ctx *g, struct store_job_submit **reqs, size_t n,
-		     struct mu_error *err)
+static const char *dep_path(const struct group_ctx *g, int64_t id)
+{
+	for (size_t i = 0; i < g->ndeps; i++)
+		if (g->dep_ids[i] == id)
+			return g->dep_paths[i];
+	return NULL;
+}
+
+/* Adds the tenants and dependencies of jobs [from, to) of s that the group
+ * has not looked up yet to the lookup's array literals; returns how many. */
+static size_t collect_refs(struct group_ctx *g, const struct store_job_submit *s, size_t from,
+			   size_t to, struct mu_buf *names, struct mu_buf *deps)
+{
+	size_t added = 0;
+
+	for (size_t k = from; k < to; k++) {
+		const struct store_job *j = &s->jobs[k];
+
+		if (!tenant_find(g, j->tenant)) {
+			g->tenants = mu_grow(g->tenants, &g->tcap, g->ntenants + 1, sizeof(*g->tenants));
+			memset(&g->tenants[g->ntenants], 0, sizeof(*g->tenants));
+			g->tenants[g->ntenants++].name = mu_arena_strdup(&g->a, j->tenant);
+			if (names->len > 1)
+				mu_buf_addc(names, ',');
+			add_pg_text(names, j->tenant);
+			added++;
+		}
+		for (size_t d = 0; d < j->ndeps; d++) {
+			if (dep_path(g, j->dep_ids[d]))
+				continue;
+			if (deps->len > 1)
+				mu_buf_addc(deps, ',');
+			mu_buf_add_int(deps, j->dep_ids[d]);
+			added++;
+		}
+	}
+	return added;
+}
+
+/* Looks up the tenants and dependency ids collected (array literals opened
+ * with '{', closed here) and every priority class. */
+static int query_refs(PGconn *c, struct group_ctx *g, struct mu_buf *names, struct mu_buf *deps,
+		      struct mu_error *err)
 {
 	/* tenants named by the group ('t') and every priority class ('c'), in
 	 * one round trip: groups are latency-bound under load */
@@ -185,57 +228,17 @@ static int load_refs(PGconn *c, struct group_ctx *g, struct store_job_submit **r
 	static const char deps_sql[] =
 		"SELECT j.id, t.path FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
 		" WHERE j.id = ANY($1::bigint[])";
-	struct mu_buf names = MU_BUF_INIT, deps = MU_BUF_INIT;
 	PGresult *r = NULL;
 	const char *p[1];
-	size_t ndeps = 0;
-	int ret;
+	int ret, rows;
 
-	mu_buf_addc(&names, '{');
-	mu_buf_addc(&deps, '{');
-	for (size_t i = 0; i < n; i++) {
-		const struct store_job_submit *s = reqs[i];
-		bool hints = s->decode && !s->decoded;
-		size_t nt = hints ? s->nhint_tenants : s->n;
-		size_t nd = hints ? s->nhint_deps : 0;
-
-		if (s->rc < 0)
-			continue;
-		for (size_t k = 0; k < nt; k++) {
-			const char *name = hints ? s->hint_tenants[k] : s->jobs[k].tenant;
-
-			if (!tenant_find(g, name)) {
-				g->tenants = mu_grow(g->tenants, &g->tcap, g->ntenants + 1,
-						     sizeof(*g->tenants));
-				memset(&g->tenants[g->ntenants], 0, sizeof(*g->tenants));
-				g->tenants[g->ntenants++].name = name;
-				if (names.len > 1)
-					mu_buf_addc(&names, ',');
-				add_pg_text(&names, name);
-			}
-			if (!hints)
-				nd = s->jobs[k].ndeps;
-			for (size_t d = 0; d < nd; d++) {
-				if (ndeps++)
-					mu_buf_addc(&deps, ',');
-				mu_buf_add_int(&deps, hints ? s->hint_deps[d] : s->jobs[k].dep_ids[d]);
-			}
-			if (hints)
-				nd = 0;
-		}
-		for (size_t d = 0; hints && !nt && d < s->nhint_deps; d++) {
-			if (ndeps++)
-				mu_buf_addc(&deps, ',');
-			mu_buf_add_int(&deps, s->hint_deps[d]);
-		}
-	}
-	mu_buf_addc(&names, '}');
-	mu_buf_addc(&deps, '}');
-
-	p[0] = names.p;
+	mu_buf_addc(names, '}');
+	mu_buf_addc(deps, '}');
+	p[0] = names->p;
 	ret = store_db_exec(c, refs_sql, 1, p, &r, err);
 	if (ret < 0)
 		goto out;
+	g->nclasses = 0;
 	for (int i = 0; i < store_db_nrows(r); i++)
 		g->nclasses += store_db_get(r, i, 0)[0] == 'c';
 	g->classes = mu_arena_alloc(&g->a, sizeof(*g->classes) * (g->nclasses + 1));
@@ -254,7 +257,7 @@ static int load_refs(PGconn *c, struct group_ctx *g, struct store_job_submit **r
 		} else {
 			struct tenant_info *t = tenant_find(g, store_db_get(r, i, 1));
 
-			if (!t)
+			if (!t || t->found)
 				continue;
 			t->found = true;
 			t->id = store_db_get_int64(r, i, 2);
@@ -268,23 +271,48 @@ static int load_refs(PGconn *c, struct group_ctx *g, struct store_job_submit **r
 	store_db_clear(r);
 	r = NULL;
 
-	if (ndeps) {
-		p[0] = deps.p;
-		ret = store_db_exec(c, deps_sql, 1, p, &g->deps, err);
+	if (deps->len > 2) {
+		size_t cap = g->dcap;
+
+		p[0] = deps->p;
+		ret = store_db_exec(c, deps_sql, 1, p, &r, err);
+		if (ret < 0)
+			goto out;
+		rows = store_db_nrows(r);
+		g->dep_ids = mu_grow(g->dep_ids, &g->dcap, g->ndeps + (size_t)rows + 1,
+				     sizeof(*g->dep_ids));
+		if (g->dcap != cap) {
+			const char **paths = mu_arena_alloc(&g->a, sizeof(*paths) * g->dcap);
+
+			if (g->ndeps)
+				memcpy(paths, g->dep_paths, sizeof(*paths) * g->ndeps);
+			g->dep_paths = paths;
+		}
+		for (int i = 0; i < rows; i++) {
+			g->dep_ids[g->ndeps] = store_db_get_int64(r, i, 0);
+			g->dep_paths[g->ndeps] = cdup(&g->a, r, i, 1);
+			g->ndeps++;
+		}
 	}
 out:
 	store_db_clear(r);
-	mu_buf_release(&names);
-	mu_buf_release(&deps);
+	mu_buf_release(names);
+	mu_buf_release(deps);
 	return ret;
 }
 
-static const char *dep_path(const struct group_ctx *g, int64_t id)
+/* Looks up every tenant and dependency the group's decoded requests name. */
+static int load_refs(PGconn *c, struct group_ctx *g, struct store_job_submit **reqs, size_t n,
+		     struct mu_error *err)
 {
-	for (int i = 0; g->deps && i < store_db_nrows(g->deps); i++)
-		if (store_db_get_int64(g->deps, i, 0) == id)
-			return store_db_get(g->deps, i, 1);
-	return NULL;
+	struct mu_buf names = MU_BUF_INIT, deps = MU_BUF_INIT;
+
+	mu_buf_addc(&names, '{');
+	mu_buf_addc(&deps, '{');
+	for (size_t i = 0; i < n; i++)
+		if (reqs[i]->rc == 0 && (!reqs[i]->decode || reqs[i]->decoded))
+			collect_refs(g, reqs[i], 0, reqs[i]->n, &names, &deps);
+	return query_refs(c, g, &names, &deps, err);
 }
 
 /* A topology level is one of settings.topology_levels (a JSON array of
@@ -562,6 +590,13 @@ static int copy_end(PGconn *c, int ret, struct store_job_submit **reqs, size_t n
 	return ret;
 }
 
+/* The jobs columns add_row writes. */
+#define COPY_JOBS_SQL                                                                              \
+	"COPY jobs (id, tenant_id, user_name, name, priority_class_id, nodes, min_nodes,"           \
+	" gpus_per_node, gpu_model, procs_per_node, topology_required, topology_preferred,"         \
+	" time_limit, command, env, workdir, dependencies, max_retries, labels,"                     \
+	" idempotency_key, request_sha256) FROM STDIN"
+
 /* Rows handed to the server at a time: it inserts one chunk while the
  * next is built. */
 #define COPY_CHUNK_JOBS 500
@@ -591,52 +626,62 @@ static void fill_job(struct store_job_submit *s, struct store_job *j, const stru
 
 /*
  * The rows of a request whose jobs are not decoded yet (alone in its
- * group): decodes a chunk, checks it, hands its rows to the COPY, and so on,
- * so that the server inserts one chunk while the next is decoded. On any
- * failure it goes on decoding without writing: a decoding error anywhere
- * wins over a check that failed earlier, as if all had been decoded first.
- * Returns < 0 only when the COPY itself failed; s->rc < 0 when the request
- * failed (the caller aborts the COPY and rolls back).
+ * group): decodes a chunk, looks up the tenants and dependencies it names
+ * that the group has not seen (ending and restarting the COPY around the
+ * lookup), checks it and hands its rows to the COPY, so that the server
+ * inserts one chunk while the next is decoded. *copying tells whether a
+ * COPY is open. Returns < 0 when the database failed; s->rc < 0 when the
+ * request failed anywhere (decoding, a check, the quota): the caller rolls
+ * back and decodes it all the strict way (store_job_submit_group).
  */
 static int stream_rows(PGconn *c, struct group_ctx *g, struct store_job_submit *s, const PGresult *ids,
-		       int64_t *tids, int64_t *cids, struct mu_buf *rows, struct mu_error *err)
+		       int64_t *tids, int64_t *cids, struct mu_buf *rows, bool *copying,
+		       struct mu_error *err)
 {
+	static const char copy_jobs_sql[] = COPY_JOBS_SQL;
 	const char *created_at = store_db_get(ids, 0, 1);
-	struct mu_error verr = { 0 };
-	int vrc = 0, ret = 0;
+	int ret = 0;
 
-	for (size_t from = 0; from < s->n; from += COPY_CHUNK_JOBS) {
+	for (size_t from = 0; from < s->n && !ret; from += COPY_CHUNK_JOBS) {
 		size_t to = from + COPY_CHUNK_JOBS < s->n ? from + COPY_CHUNK_JOBS : s->n;
-		int drc = s->decode(s, from, to);
+		struct mu_buf names = MU_BUF_INIT, deps = MU_BUF_INIT;
 
-		if (drc < 0) {
-			s->rc = drc;
+		s->rc = s->decode(s, from, to);
+		if (s->rc < 0)
 			return 0;
+		mu_buf_addc(&names, '{');
+		mu_buf_addc(&deps, '{');
+		if (collect_refs(g, s, from, to, &names, &deps)) {
+			if (*copying) {
+				*copying = false;
+				ret = copy_put(c, rows, err);
+				ret = copy_end(c, ret, NULL, 0, err);
+			}
+			if (!ret)
+				ret = query_refs(c, g, &names, &deps, err);
 		}
-		for (size_t k = from; k < to && !vrc; k++) {
+		mu_buf_release(&names);
+		mu_buf_release(&deps);
+		if (!ret && !*copying) {
+			ret = copy_start(c, copy_jobs_sql, err);
+			*copying = ret == 0;
+		}
+		for (size_t k = from; k < to && !ret; k++) {
 			struct store_job *j = &s->jobs[k];
 
-			if (validate_job(g, s, k, &tids[k], &cids[k]) < 0) {
-				vrc = s->rc;
-				verr = s->err;
-				s->rc = 0;
-				break;
-			}
+			if (validate_job(g, s, k, &tids[k], &cids[k]) < 0)
+				return 0;
 			fill_job(s, j, k ? j - 1 : NULL, store_db_get_int64(ids, (int)k, 0), created_at);
 			add_row(rows, j, tids[k], cids[k], s);
 		}
-		if (!vrc && !ret)
+		if (!ret)
 			ret = copy_put(c, rows, err);
-	}
-	s->decoded = true;
-	if (vrc) {
-		s->rc = vrc;
-		s->err = verr;
-		return 0;
 	}
 	if (ret < 0)
 		return ret;
-	check_quota(g, s);
+	if (check_quota(g, s) < 0)
+		return 0;
+	s->decoded = true;
 	return 0;
 }
 
@@ -655,16 +700,13 @@ static int insert_jobs(PGconn *c, struct group_ctx *g, struct store_job_submit *
 	static const char ids_sql[] =
 		"SELECT nextval('jobs_id_seq'), CASE WHEN g = 1 THEN " TS("now()") " END"
 		" FROM generate_series(1, $1::int) g";
-	static const char copy_jobs_sql[] =
-		"COPY jobs (id, tenant_id, user_name, name, priority_class_id, nodes, min_nodes,"
-		" gpus_per_node, gpu_model, procs_per_node, topology_required, topology_preferred,"
-		" time_limit, command, env, workdir, dependencies, max_retries, labels,"
-		" idempotency_key, request_sha256) FROM STDIN";
+	static const char copy_jobs_sql[] = COPY_JOBS_SQL;
 	static const char copy_events_sql[] = "COPY events (kind, tenant_id, job_id) FROM STDIN";
 	static const char notify_sql[] =
 		"SELECT count(pg_notify('muster_sched', 'submit:' || j)) FROM unnest($1::bigint[]) j";
 	struct mu_buf rows = MU_BUF_INIT, ids = MU_BUF_INIT;
 	double t0 = mono_ms(), t1 = 0, t2 = 0, t3 = 0;
+	bool copying = false;
 	char nbuf[24];
 	const char *p[1];
 	PGresult *r = NULL;
@@ -677,9 +719,6 @@ static int insert_jobs(PGconn *c, struct group_ctx *g, struct store_job_submit *
 	if (ret < 0)
 		goto out;
 	t1 = mono_ms();
-	ret = copy_start(c, copy_jobs_sql, err);
-	if (ret < 0)
-		goto out;
 	mu_buf_reserve(&rows, COPY_CHUNK_JOBS * 300);
 	for (size_t i = 0; i < n && !ret; i++) {
 		struct store_job_submit *s = reqs[i];
@@ -687,13 +726,20 @@ static int insert_jobs(PGconn *c, struct group_ctx *g, struct store_job_submit *
 		if (s->rc != 0 || s->replayed)
 			continue;
 		if (s->decode && !s->decoded) {
-			ret = stream_rows(c, g, s, r, tids[i], cids[i], &rows, err);
+			ret = stream_rows(c, g, s, r, tids[i], cids[i], &rows, &copying, err);
 			if (!ret && s->rc < 0) {
-				copy_end(c, s->rc, NULL, 0, err); /* aborts it: the caller rolls back */
+				if (copying) /* aborts it: the caller rolls back */
+					copy_end(c, s->rc, NULL, 0, err);
 				goto out;
 			}
 			at += s->n;
 			continue;
+		}
+		if (!copying) {
+			ret = copy_start(c, copy_jobs_sql, err);
+			if (ret < 0)
+				break;
+			copying = true;
 		}
 		for (size_t k = 0; k < s->n; k++, at++) {
 			struct store_job *j = &s->jobs[k];
@@ -708,10 +754,11 @@ static int insert_jobs(PGconn *c, struct group_ctx *g, struct store_job_submit *
 			}
 		}
 	}
-	if (!ret)
+	if (!ret && copying)
 		ret = copy_put(c, &rows, err);
 	t2 = mono_ms();
-	ret = copy_end(c, ret, NULL, 0, err);
+	if (copying)
+		ret = copy_end(c, ret, NULL, 0, err);
 	if (ret < 0)
 		goto out;
 	t3 = mono_ms();
@@ -830,7 +877,7 @@ static int submit_once(PGconn *c, struct store_job_submit **reqs, size_t n, stru
 		struct store_job_submit *s = reqs[i];
 
 		if (s->decode && !s->decoded) {
-			s->rc = s->decode(s, 0, s->n);
+			s->rc = s->decode_all(s);
 			s->decoded = s->rc == 0;
 		}
 	}
@@ -896,7 +943,7 @@ static int submit_once(PGconn *c, struct store_job_submit **reqs, size_t n, stru
 out_rollback:
 	store_db_rollback(c);
 out:
-	store_db_clear(g.deps);
+	mu_free(g.dep_ids);
 	store_db_clear(g.idem);
 	mu_arena_release(&g.a);
 	for (size_t i = 0; i < n; i++) {
@@ -913,6 +960,20 @@ int store_job_submit_group(PGconn *c, struct store_job_submit **reqs, size_t n)
 {
 	struct mu_error err = { 0 };
 	int ret = submit_once(c, reqs, n, &err);
+
+	if (!ret && n == 1 && reqs[0]->decode && !reqs[0]->decoded && reqs[0]->rc < 0) {
+		/* The streamed attempt failed and was rolled back: decode every
+		 * job the strict way, whose first error wins, then check them all
+		 * as any request, whose first failure wins. */
+		struct store_job_submit *s = reqs[0];
+
+		mu_error_clear(&s->err);
+		s->rc = s->decode_all(s);
+		if (s->rc < 0)
+			return 0;
+		s->decoded = true;
+		ret = submit_once(c, reqs, 1, &err);
+	}
 
 	if (ret < 0 && n > 1 && store_db_ok(c)) {
 		/* Something no check foresaw (a tenant deleted meanwhile...): run

@@ -88,22 +88,19 @@ struct store_job_submit {
 	struct mu_arena *arena;     /* for the output strings */
 	/*
 	 * Deferred decoding (a batch): when `decode` is set, jobs[] hold
-	 * nothing yet. decode(s, from, to) fills jobs [from, to) on the
-	 * worker thread, in order, returning 0 or a MU_E* code with s->err
-	 * set. A request alone in its group is decoded chunk by chunk while
-	 * the rows already decoded are written (the COPY streams), else before
-	 * the transaction. hint_tenants/hint_deps name every tenant and
-	 * dependency id the jobs may refer to (extra names are harmless), for
-	 * the lookups made before decoding. An error found while decoding
-	 * takes precedence over any the database checks would give, as if
-	 * every job had been decoded first.
+	 * nothing yet. A request alone in its group is decoded on the worker
+	 * thread chunk by chunk, decode(s, from, to) in order, while the rows
+	 * already decoded are written (the COPY streams). If that fails in any
+	 * way (decoding, a check, the quota), the transaction is rolled back,
+	 * decode_all(s) decodes every job the strict way (its error is the
+	 * request's), and the request is then checked and written as any other:
+	 * the error is always the one decoding all jobs first, then checking
+	 * them, would give. In a group, decode_all runs before the transaction.
+	 * Both return 0 or a MU_E* code with s->err set.
 	 */
 	int (*decode)(struct store_job_submit *s, size_t from, size_t to);
+	int (*decode_all)(struct store_job_submit *s);
 	void *decode_arg;
-	const char **hint_tenants;
-	size_t nhint_tenants;
-	int64_t *hint_deps;
-	size_t nhint_deps;
 	bool decoded;               /* set by the store once jobs[] are all decoded */
 	/* Optional: called on the worker once the request's jobs are written
 	 * (ids set), while the database still works on the transaction, so

@@ -356,6 +356,44 @@ def test_batch_grouped_with_single_submits(c):
              before + want, got)
 
 
+def test_batch_split_body_errors(c):
+    """A {"jobs": [...]} body is split and each job parsed on its own; any
+    error is still the one parsing the whole body gives: malformed JSON, a
+    duplicate key or a too large number anywhere beats a check that fails
+    earlier, with the same problem as parsing it whole (POST /v1/jobs
+    parses one job whole)."""
+    import json as js
+    tenant(c, "splitty")
+    before = count_jobs(c)
+    good = js.dumps(job("splitty"))
+    early_bad = js.dumps(job("splitty", priority_class="nope"))
+    for broken in ['{"nodes": 1,, "gpus_per_node": 1}', '{"nodes": 1, "nodes": 2}',
+                   '{"nodes": 123456789012345678901234567890, "gpus_per_node": 1}',
+                   '{"nodes": 1 "gpus_per_node": 1}', '[1, 2}']:
+        items = [good] * 1200
+        items[10] = early_bad
+        items[1100] = broken
+        body = '{ "jobs" :\n [' + ",\n".join(items) + '] }\n'
+        st, _, p = c.api("POST", "/v1/jobs/batch", raw=body, timeout=120,
+                         headers={"Content-Type": "application/json"})
+        whole_st, _, whole = c.api("POST", "/v1/jobs", raw=broken,
+                                   headers={"Content-Type": "application/json"})
+        check_eq((st, p.get("type")), (whole_st, whole.get("type")), broken, p, whole)
+        check(st == 400 and p.get("field", "") in ("", None), broken, p)
+        check("line 1102 " in p.get("detail", ""), broken, p)
+    # a body that does not split (another key) is parsed whole
+    st, _, p = c.api("POST", "/v1/jobs/batch", raw='{"jobs": [%s], "x": 1}' % good,
+                     headers={"Content-Type": "application/json"})
+    check_eq((st, p.get("field")), (400, "x"), p)
+    st, _, p = c.api("POST", "/v1/jobs/batch", raw='{"jobs": [%s, 7]}' % good,
+                     headers={"Content-Type": "application/json"})
+    check_eq((st, p.get("field")), (400, "jobs.1"), p)
+    check_eq(count_jobs(c), before)
+    st, _, r = c.api("POST", "/v1/jobs/batch", raw='\t{"jobs":[%s ,%s]}  ' % (good, good),
+                     headers={"Content-Type": "application/json"})
+    check_eq((st, len(r["items"])), (201, 2), r)
+
+
 def sql_error(c, sql):
     """The server's error for `sql`, or None when it succeeded."""
     try:
