@@ -237,6 +237,47 @@ static void test_encode_roundtrip(void **state)
 	mu_buf_release(&b);
 }
 
+/* jv_split_array: the plain batch body splits into its values' texts; any
+ * other text is refused (the caller then parses it whole). */
+static void test_split_array(void **state)
+{
+	static const char *const refused[] = {
+		"", "[]", "{}", "{\"jobs\":[]}", "{\"jobs\":[1,]}", "{\"jobs\":[1 2]}",
+		"{\"jobs\":[1],\"x\":2}", "{\"x\":[1]}", "{\"job\\u0073\":[1]}", "{\"jobs\":1}",
+		"{\"jobs\":[1]", "{\"jobs\":[\"a]}", "{\"jobs\":[{\"a\":1}]} x", "{\"jobs\":[,1]}",
+		"{\"jobs\":[\xff]}", NULL,
+	};
+	const char *ok = " {\n\"jobs\" : [ {\"a\":\"]}\\\"\"} ,\"x\\\"y\",-3.5e2,[1,{\"b\":[]}],null\t]\r}\n";
+	const char *want[] = { "{\"a\":\"]}\\\"\"}", "\"x\\\"y\"", "-3.5e2", "[1,{\"b\":[]}]", "null" };
+	struct jv_span sp[8];
+	char deep[128];
+	long n;
+
+	(void)state;
+	n = jv_split_array(ok, strlen(ok), "jobs", sp, 8);
+	assert_int_equal(n, 5);
+	for (long i = 0; i < n; i++) {
+		assert_int_equal(sp[i].len, strlen(want[i]));
+		assert_memory_equal(sp[i].p, want[i], sp[i].len);
+	}
+	assert_int_equal(jv_split_array(ok, strlen(ok), "jobs", sp, 4), -1); /* over cap */
+	for (const char *const *t = refused; *t; t++)
+		assert_int_equal(jv_split_array(*t, strlen(*t), "jobs", sp, 8), -1);
+	assert_int_equal(jv_split_array("{\"jobs\":[1]}\0", 13, "jobs", sp, 8), -1); /* NUL */
+	/* deeper than JV_MAX_DEPTH anywhere: refused, as jv_parse refuses it */
+	strcpy(deep, "{\"jobs\":[");
+	for (int i = 0; i < 40; i++)
+		strcat(deep, "[");
+	for (int i = 0; i < 40; i++)
+		strcat(deep, "]");
+	strcat(deep, "]}");
+	assert_int_equal(jv_split_array(deep, strlen(deep), "jobs", sp, 8), -1);
+	/* split but malformed inside a value: the value alone does not parse */
+	n = jv_split_array("{\"jobs\":[{\"a\":1,,}]}", 20, "jobs", sp, 8);
+	assert_int_equal(n, 1);
+	assert_null(json_loadb(sp[0].p, sp[0].len, JSON_DECODE_ANY, NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -246,6 +287,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_string_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_body_level, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_encode_roundtrip, setup, teardown),
+		cmocka_unit_test(test_split_array),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
