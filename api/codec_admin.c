@@ -625,6 +625,33 @@ json_t *codec_node_encode(const struct store_node *n)
 			 n->agent_version ? n->agent_version : "", "gpus", gpus);
 }
 
+int codec_cursor_check(enum codec_cursor kind, const char *cursor, struct mu_error *err)
+{
+	const char *bar;
+	bool ok = true;
+
+	if (!cursor)
+		return 0;
+	switch (kind) {
+	case CODEC_CURSOR_TENANTS:
+		ok = strlen(cursor) <= 4096 && codec_admin_valid_path(cursor, strlen(cursor));
+		break;
+	case CODEC_CURSOR_PCLASSES:
+		ok = codec_admin_valid_name(cursor);
+		break;
+	case CODEC_CURSOR_QUOTAS:
+		bar = strchr(cursor, '|');
+		ok = bar && (size_t)(bar - cursor) <= 4096 &&
+		     codec_admin_valid_path(cursor, (size_t)(bar - cursor)) &&
+		     codec_admin_valid_text(bar + 1, CODEC_ADMIN_GPU_MODEL_MAX);
+		break;
+	case CODEC_CURSOR_NODES:
+		ok = codec_admin_valid_text(cursor, 512);
+		break;
+	}
+	return ok ? 0 : mu_error_set(err, MU_EINVAL, "cursor", "not a cursor this server made");
+}
+
 json_t *codec_page_encode(json_t *items, const char *next_cursor)
 {
 	return json_pack("{s:o, s:o}", "items", items, "next_cursor", str_or_null(next_cursor));

@@ -104,6 +104,17 @@ int codec_drain_decode(const json_t *body, const char **reason, struct mu_error 
 	__attribute__((warn_unused_result));
 json_t *codec_node_encode(const struct store_node *n);
 
+/* Whose list a cursor pages: its shape is checked (codec_cursor_check). */
+enum codec_cursor {
+	CODEC_CURSOR_TENANTS,   /* a tenant path */
+	CODEC_CURSOR_PCLASSES,  /* a class name */
+	CODEC_CURSOR_QUOTAS,    /* "<tenant path>|<gpu model>" */
+	CODEC_CURSOR_NODES,     /* a node name */
+};
+/* A list's cursor (REST `cursor`, gRPC `page_token`; NULL = the first
+ * page): MU_EINVAL "cursor" unless it has the shape of one this server made. */
+int codec_cursor_check(enum codec_cursor kind, const char *cursor, struct mu_error *err)
+	__attribute__((warn_unused_result));
 /* {"items": items, "next_cursor": cursor or null}; steals `items`. */
 json_t *codec_page_encode(json_t *items, const char *next_cursor);
 /* The `limit` query parameter: NULL = 100; else 1..1000 (field "limit"). */

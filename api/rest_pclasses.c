@@ -108,8 +108,8 @@ int rest_pclasses_list(struct rest_req *rq)
 	    (ret = codec_limit_decode(rest_query(rq, "limit"), &op->limit, &rq->err)) < 0)
 		return ret;
 	op->cursor = rest_query(rq, "cursor");
-	if (op->cursor && !codec_admin_valid_name(op->cursor))
-		return mu_error_set(&rq->err, MU_EINVAL, "cursor", "not a cursor this server made");
+	if ((ret = codec_cursor_check(CODEC_CURSOR_PCLASSES, op->cursor, &rq->err)) < 0)
+		return ret;
 	return rest_defer(rq, list_db, NULL, op);
 }
 

@@ -141,13 +141,7 @@ int rest_quotas_list(struct rest_req *rq)
 	    (ret = codec_limit_decode(rest_query(rq, "limit"), &op->limit, &rq->err)) < 0)
 		return ret;
 	op->cursor = rest_query(rq, "cursor");
-	if (op->cursor) {
-		/* "<tenant path>|<gpu model>" */
-		const char *bar = strchr(op->cursor, '|');
-		if (!bar || (size_t)(bar - op->cursor) > 4096 ||
-		    !codec_admin_valid_path(op->cursor, (size_t)(bar - op->cursor)) ||
-		    !codec_admin_valid_text(bar + 1, CODEC_ADMIN_GPU_MODEL_MAX))
-			return mu_error_set(&rq->err, MU_EINVAL, "cursor", "not a cursor this server made");
-	}
+	if ((ret = codec_cursor_check(CODEC_CURSOR_QUOTAS, op->cursor, &rq->err)) < 0)
+		return ret;
 	return rest_defer(rq, list_db, NULL, op);
 }

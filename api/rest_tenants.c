@@ -120,8 +120,8 @@ int rest_tenants_list(struct rest_req *rq)
 	    (ret = codec_limit_decode(rest_query(rq, "limit"), &op->limit, &rq->err)) < 0)
 		return ret;
 	op->cursor = rest_query(rq, "cursor");
-	if (op->cursor && (strlen(op->cursor) > 4096 || !codec_admin_valid_path(op->cursor, strlen(op->cursor))))
-		return mu_error_set(&rq->err, MU_EINVAL, "cursor", "not a cursor this server made");
+	if ((ret = codec_cursor_check(CODEC_CURSOR_TENANTS, op->cursor, &rq->err)) < 0)
+		return ret;
 	return rest_defer(rq, list_db, NULL, op);
 }
 

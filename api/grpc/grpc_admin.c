@@ -89,7 +89,8 @@ static int tenants_list(PGconn *db, struct gcall *c)
 	const char *cursor = NULL;
 	int limit = 100, ret;
 
-	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0)
+	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0 ||
+	    (ret = codec_cursor_check(CODEC_CURSOR_TENANTS, cursor, &c->err)) < 0)
 		return ret;
 	ret = store_tenant_list(db, &c->arena, gcall_scope(c), cursor, limit, &page, &c->err);
 	if (ret < 0)
@@ -201,7 +202,8 @@ static int quotas_list(PGconn *db, struct gcall *c)
 	const char *cursor = NULL;
 	int limit = 100, ret;
 
-	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0)
+	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0 ||
+	    (ret = codec_cursor_check(CODEC_CURSOR_QUOTAS, cursor, &c->err)) < 0)
 		return ret;
 	ret = store_quota_list(db, &c->arena, gcall_scope(c), cursor, limit, &page, &c->err);
 	if (ret < 0)
@@ -335,7 +337,8 @@ static int pclasses_list(PGconn *db, struct gcall *c)
 	const char *cursor = NULL;
 	int limit = 100, ret;
 
-	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0)
+	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0 ||
+	    (ret = codec_cursor_check(CODEC_CURSOR_PCLASSES, cursor, &c->err)) < 0)
 		return ret;
 	ret = store_pclass_list(db, &c->arena, cursor, limit, &page, &c->err);
 	if (ret < 0)
@@ -598,7 +601,8 @@ static int nodes_list(PGconn *db, struct gcall *c)
 	const char *cursor = NULL;
 	int limit = 100, ret;
 
-	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0)
+	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0 ||
+	    (ret = codec_cursor_check(CODEC_CURSOR_NODES, cursor, &c->err)) < 0)
 		return ret;
 	ret = store_node_list(db, &c->arena, cursor, limit, &page, &c->err);
 	if (ret < 0)
