@@ -344,6 +344,24 @@ def test_tokens(c):
     expect_code(code.UNAUTHENTICATED, call, "ListTokens", A.ListTokensRequest(), mine.secret)
 
 
+def test_page_tokens(c):
+    """Each list refuses a page_token it cannot have made, as REST its cursor."""
+    s = setup(c)
+    A, code = s["A"], s["code"]
+    for method, req, path in [
+        ("ListTenants", A.ListTenantsRequest(page_token="zz"), "/v1/tenants?cursor=zz"),
+        ("ListPriorityClasses", A.ListPriorityClassesRequest(page_token="Bad"), "/v1/priority-classes?cursor=Bad"),
+        ("ListQuotas", A.ListQuotasRequest(page_token="a|b"), "/v1/quotas?cursor=a%7Cb"),
+        ("ListNodes", A.ListNodesRequest(page_token="n" * 513), "/v1/nodes?cursor=" + "n" * 513),
+        ("ListTokens", A.ListTokensRequest(page_token="zz"), "/v1/tokens?cursor=zz"),
+    ]:
+        refused(c, code.INVALID_ARGUMENT, method, req, field="cursor", rest=("GET", path, None))
+    # and pages through with the ones it made
+    p1 = call("ListTenants", A.ListTenantsRequest(page_size=2), s["admin"])
+    p2 = call("ListTenants", A.ListTenantsRequest(page_size=2, page_token=p1.next_page_token), s["admin"])
+    check(p1.next_page_token and p2.tenants[0].path > p1.tenants[-1].path, p1, p2)
+
+
 def test_bad_bytes(c):
     s = setup(c)
     A, code = s["A"], s["code"]

@@ -399,12 +399,60 @@ static void encoders(void **state)
 	json_decref(j);
 }
 
+/* The caller rule REST and gRPC share for POST /v1/tokens / CreateToken. */
+static void token_authorize(void **state)
+{
+	struct codec_token_new in = { .role = "admin" };
+	struct mu_error err = { 0 };
+	(void)state;
+
+	assert_int_equal(codec_token_new_authorize(&in, true, NULL, &err), 0);
+	assert_int_equal(codec_token_new_authorize(&in, false, "ml", &err), MU_EFORBIDDEN);
+	assert_string_equal(err.field, "role");
+	in.role = "agent";
+	assert_int_equal(codec_token_new_authorize(&in, false, "ml", &err), MU_EFORBIDDEN);
+	in.role = "reader";
+	assert_int_equal(codec_token_new_authorize(&in, false, "ml", &err), 0);
+	assert_string_equal(in.tenant, "ml"); /* the caller's own tenant by default */
+	in.tenant = "vision";
+	assert_int_equal(codec_token_new_authorize(&in, false, "ml", &err), 0);
+	assert_string_equal(in.tenant, "vision"); /* kept: the store checks the subtree */
+	in.tenant = NULL;
+	in.role = "tenant";
+	assert_int_equal(codec_token_new_authorize(&in, false, NULL, &err), MU_EFORBIDDEN);
+	assert_string_equal(err.field, "tenant");
+}
+
+static void cursors(void **state)
+{
+	struct mu_error err = { 0 };
+	char big[600];
+	(void)state;
+
+	memset(big, 'n', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(codec_cursor_check(CODEC_CURSOR_TENANTS, NULL, &err), 0);
+	assert_int_equal(codec_cursor_check(CODEC_CURSOR_TENANTS, "root/ml", &err), 0);
+	assert_int_equal(codec_cursor_check(CODEC_CURSOR_TENANTS, "ml", &err), MU_EINVAL);
+	assert_string_equal(err.field, "cursor");
+	assert_int_equal(codec_cursor_check(CODEC_CURSOR_PCLASSES, "normal", &err), 0);
+	assert_int_equal(codec_cursor_check(CODEC_CURSOR_PCLASSES, "Bad", &err), MU_EINVAL);
+	assert_int_equal(codec_cursor_check(CODEC_CURSOR_QUOTAS, "root/ml|H100", &err), 0);
+	assert_int_equal(codec_cursor_check(CODEC_CURSOR_QUOTAS, "root/ml|", &err), 0);
+	assert_int_equal(codec_cursor_check(CODEC_CURSOR_QUOTAS, "root/ml", &err), MU_EINVAL);
+	assert_int_equal(codec_cursor_check(CODEC_CURSOR_QUOTAS, "a|b", &err), MU_EINVAL);
+	assert_int_equal(codec_cursor_check(CODEC_CURSOR_NODES, "gpu-1", &err), 0);
+	assert_int_equal(codec_cursor_check(CODEC_CURSOR_NODES, "\xff", &err), MU_EINVAL);
+	assert_int_equal(codec_cursor_check(CODEC_CURSOR_NODES, big, &err), MU_EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(tenant_new), cmocka_unit_test(tenant_patch), cmocka_unit_test(quota),
 		cmocka_unit_test(pclass),     cmocka_unit_test(token),        cmocka_unit_test(times),
 		cmocka_unit_test(drain_and_limit), cmocka_unit_test(encoders),
+		cmocka_unit_test(token_authorize), cmocka_unit_test(cursors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
