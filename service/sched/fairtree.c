@@ -51,6 +51,36 @@ static int key_cmp(const void *pa, const void *pb)
 	return a->idx < b->idx ? -1 : a->idx > b->idx;
 }
 
+/*
+ * Merge sort in key_cmp() order (qsort copies through a pointer and a
+ * callback; this sort runs every scheduling cycle over every association).
+ * key_cmp() is a total order (the index breaks ties), so the result is
+ * qsort's.
+ */
+static void key_sort(struct ft_key *v, size_t n, struct ft_key *tmp)
+{
+	if (n <= 12) {
+		for (size_t i = 1; i < n; i++) {
+			struct ft_key x = v[i];
+			size_t j = i;
+			for (; j > 0 && key_cmp(&x, &v[j - 1]) < 0; j--)
+				v[j] = v[j - 1];
+			v[j] = x;
+		}
+		return;
+	}
+	size_t h = n / 2, i = 0, j = h, k = 0;
+	key_sort(v, h, tmp);
+	key_sort(v + h, n - h, tmp);
+	if (key_cmp(&v[h - 1], &v[h]) < 0)
+		return; /* already in order: common when few usages changed */
+	while (i < h && j < n)
+		tmp[k++] = key_cmp(&v[j], &v[i]) < 0 ? v[j++] : v[i++];
+	while (i < h)
+		tmp[k++] = v[i++];
+	memcpy(v, tmp, k * sizeof(*v)); /* v[j..n) is in place already */
+}
+
 static bool value_ok(double v)
 {
 	return isfinite(v) && v >= 0;
@@ -90,7 +120,7 @@ int fairtree_compute(struct fairtree_assoc *a, size_t n)
 {
 	size_t *child_start = NULL, *child = NULL, *fill = NULL, *bfs = NULL;
 	double *sub = NULL, *sum_s = NULL, *sum_u = NULL;
-	struct ft_key *keys = NULL;
+	struct ft_key *keys = NULL, *ktmp = NULL;
 	struct ft_frame *frames = NULL;
 	size_t nframes = 0, top = 0, head, tail, users = 0, rank, rnt, walk = 0;
 	int ret = -1;
@@ -169,10 +199,11 @@ int fairtree_compute(struct fairtree_assoc *a, size_t n)
 	/* The walk. Every non-root association enters exactly one list, so the
 	 * key buffer holds n entries; lists nest at most once per tenant. */
 	keys = ft_alloc(n, sizeof(*keys));
+	ktmp = ft_alloc(n, sizeof(*ktmp));
 	frames = ft_alloc(n + 1, sizeof(*frames));
 	for (size_t k = child_start[0]; k < child_start[1]; k++)
 		push_key(keys, &top, a, child[k]);
-	qsort(keys, top, sizeof(*keys), key_cmp);
+	key_sort(keys, top, ktmp);
 	frames[nframes++] = (struct ft_frame){ .start = 0, .len = top };
 	rank = users;
 	rnt = users;
@@ -218,13 +249,14 @@ int fairtree_compute(struct fairtree_assoc *a, size_t n)
 				push_key(keys, &top, a, child[k]);
 		}
 		f->pos = j;
-		qsort(keys + start, top - start, sizeof(*keys), key_cmp);
+		key_sort(keys + start, top - start, ktmp);
 		frames[nframes++] = (struct ft_frame){ .start = start, .len = top - start,
 						       .tenant_tied = tied };
 	}
 	ret = 0;
 out:
 	free(frames);
+	free(ktmp);
 	free(keys);
 	free(sum_u);
 	free(sum_s);
