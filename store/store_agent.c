@@ -319,10 +319,17 @@ int store_agent_desired(PGconn *c, struct mu_arena *a, const int64_t *node_ids, 
 		"    FROM (SELECT node_id, min(node_rank) AS rk, count(*) FILTER (WHERE gpu_index >= 0) AS g"
 		"          FROM run_allocations WHERE run_id = r.id AND live GROUP BY node_id) x"
 		"    JOIN nodes nd ON nd.id = x.node_id)::text"
-		" FROM run_allocations a JOIN runs r ON r.id = a.run_id JOIN jobs j ON j.id = r.job_id"
+		/* live allocations by the partial node index, plus the parts of
+		 * shrunk runs dropped from these nodes (a tiny partial index) */
+		" FROM (SELECT run_id, node_id, node_rank, gpu_index, live FROM run_allocations"
+		"       WHERE live AND node_id = ANY($1::bigint[])"
+		"       UNION ALL SELECT x.run_id, x.node_id, x.node_rank, x.gpu_index, x.live"
+		"       FROM runs sr JOIN run_allocations x ON x.run_id = sr.id"
+		"       WHERE sr.live AND sr.shrunk_at IS NOT NULL AND NOT x.live"
+		"         AND x.node_id = ANY($1::bigint[])) a"
+		" JOIN runs r ON r.id = a.run_id JOIN jobs j ON j.id = r.job_id"
 		" JOIN tenants t ON t.id = j.tenant_id"
-		" WHERE (a.live OR r.shrunk_at IS NOT NULL) AND r.live AND r.ended_at IS NULL"
-		"   AND a.node_id = ANY($1::bigint[])"
+		" WHERE r.live AND r.ended_at IS NULL"
 		"   AND NOT EXISTS (SELECT 1 FROM run_node_status s WHERE s.run_id = r.id AND s.node_id = a.node_id"
 		"                   AND s.phase <> 'RUNNING')"
 		" GROUP BY a.node_id, r.id, j.id, t.name ORDER BY a.node_id, r.id";

@@ -7,3 +7,6 @@
 ALTER TABLE runs ADD COLUMN shrunk_gpu_seconds bigint NOT NULL DEFAULT 0
     CHECK (shrunk_gpu_seconds >= 0);
 ALTER TABLE runs ADD COLUMN shrunk_at timestamptz;
+-- Live runs that shrank: few, found by the agents' desired-state query
+-- (the dropped node keeps the run as a stop order until it reports).
+CREATE INDEX runs_shrunk_live ON runs (id) WHERE live AND shrunk_at IS NOT NULL;
