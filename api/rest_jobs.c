@@ -329,7 +329,6 @@ int rest_jobs_batch(struct rest_req *rq)
 		goto out;
 	s->n = json_array_size(jobs);
 	s->jobs = mu_arena_alloc(rq->arena, sizeof(*s->jobs) * s->n);
-	b->keep = body;
 	for (size_t i = 0; i < s->n; i++) {
 		ret = decode_item(b, s, i, json_array_get(jobs, i));
 		if (ret < 0) {
