@@ -7,6 +7,7 @@ REST writes over gRPC); refusals carry the REST problem slug and field in the
 trailers and change nothing in the database; auth (UNAUTHENTICATED,
 PERMISSION_DENIED), tenant isolation (NOT_FOUND), truncated and random
 protobuf bytes (INVALID_ARGUMENT, never a crash)."""
+import contextlib
 import random
 
 import harness
@@ -55,7 +56,8 @@ def refused(c, code, method, req, tok=None, field=None, rest=None):
     # one snapshot per request: the last one stands while only refusals ran;
     # none for reads and auth refusals (refused before any database work)
     db = not method.startswith(("Get", "List")) and code not in (S["code"].UNAUTHENTICATED,
-                                                                 S["code"].PERMISSION_DENIED)
+                                                                 S["code"].PERMISSION_DENIED) \
+        and not S.get("batch")
     before = (getattr(c, "_admin_snap", None) or snapshot(c)) if db else None
     e = expect_code(code, getattr(S["svc"], method), req, metadata=md(tok if tok is not None else S["admin"]),
                     timeout=10)
@@ -70,6 +72,20 @@ def refused(c, code, method, req, tok=None, field=None, rest=None):
         c._admin_snap = snapshot(c)
         check_eq(c._admin_snap, before, "the database changed after a refused", method, rest or "")
     return e
+
+
+@contextlib.contextmanager
+def unchanged(c, what):
+    """A run of refusals: the database is the same after all of them (one
+    snapshot each side instead of one per request keeps the test short)."""
+    before = snapshot(c)
+    S["batch"] = True
+    try:
+        yield
+    finally:
+        S["batch"] = False
+    c._admin_snap = snapshot(c)
+    check_eq(c._admin_snap, before, "the database changed during", what)
 
 
 def test_update_tenant(c):
@@ -108,42 +124,43 @@ def test_update_tenant(c):
     # an empty mask changes nothing (REST's PATCH {})
     check_eq(call("UpdateTenant", A.UpdateTenantRequest(tenant=A.Tenant(name="ta", shares=99)),
                   s["admin"]).shares, 7)
-    # bad input: INVALID_ARGUMENT with REST's slug and field, nothing changed
-    for mask in (["name"], ["path"], ["shares", "bogus"], ["created_at"]):
-        e = refused(c, code.INVALID_ARGUMENT, "UpdateTenant",
-                    A.UpdateTenantRequest(tenant=A.Tenant(name="ta", shares=3), update_mask=mask),
-                    field="update_mask")
-        check(mask[-1] in e.details(), e.details())
-    refused(c, code.INVALID_ARGUMENT, "UpdateTenant",
-            A.UpdateTenantRequest(tenant=A.Tenant(name="ta", shares=-1), update_mask=["shares"]),
-            rest=("PATCH", "/v1/tenants/ta", {"shares": -1}))
-    refused(c, code.INVALID_ARGUMENT, "UpdateTenant",
-            A.UpdateTenantRequest(tenant=A.Tenant(name="ta", shares=2000000), update_mask=["shares"]),
-            rest=("PATCH", "/v1/tenants/ta", {"shares": 2000000}))
-    refused(c, code.INVALID_ARGUMENT, "UpdateTenant",
-            A.UpdateTenantRequest(tenant=A.Tenant(name="ta", description="x" * 1025), update_mask=["description"]),
-            rest=("PATCH", "/v1/tenants/ta", {"description": "x" * 1025}))
-    refused(c, code.INVALID_ARGUMENT, "UpdateTenant",
-            A.UpdateTenantRequest(tenant=A.Tenant(name="ta", parent="Not A Name"), update_mask=["parent"]),
-            rest=("PATCH", "/v1/tenants/ta", {"parent": "Not A Name"}))
-    refused(c, code.INVALID_ARGUMENT, "UpdateTenant",   # a cycle
-            A.UpdateTenantRequest(tenant=A.Tenant(name="ta", parent="tsub"), update_mask=["parent"]),
-            rest=("PATCH", "/v1/tenants/ta", {"parent": "tsub"}))
-    refused(c, code.NOT_FOUND, "UpdateTenant",
-            A.UpdateTenantRequest(tenant=A.Tenant(name="ta", parent="nope"), update_mask=["parent"]),
-            rest=("PATCH", "/v1/tenants/ta", {"parent": "nope"}))
-    refused(c, code.NOT_FOUND, "UpdateTenant",
-            A.UpdateTenantRequest(tenant=A.Tenant(name="nope", shares=1), update_mask=["shares"]),
-            rest=("PATCH", "/v1/tenants/nope", {"shares": 1}))
-    refused(c, code.INVALID_ARGUMENT, "UpdateTenant", A.UpdateTenantRequest(update_mask=["shares"]),
-            field="tenant")
-    # auth: admin only, as PATCH /v1/tenants/{name}
-    req = A.UpdateTenantRequest(tenant=A.Tenant(name="ta", shares=1), update_mask=["shares"])
-    refused(c, code.PERMISSION_DENIED, "UpdateTenant", req, s["a"],
-            rest=("PATCH", "/v1/tenants/ta", {"shares": 1}, s["a"]))
-    refused(c, code.PERMISSION_DENIED, "UpdateTenant", req, s["reader"])
-    refused(c, code.UNAUTHENTICATED, "UpdateTenant", req, "")
-    refused(c, code.UNAUTHENTICATED, "UpdateTenant", req, "mst_not-a-real-token")
+    with unchanged(c, "UpdateTenant refusals"):
+        # bad input: INVALID_ARGUMENT with REST's slug and field, nothing changed
+        for mask in (["name"], ["path"], ["shares", "bogus"], ["created_at"]):
+            e = refused(c, code.INVALID_ARGUMENT, "UpdateTenant",
+                        A.UpdateTenantRequest(tenant=A.Tenant(name="ta", shares=3), update_mask=mask),
+                        field="update_mask")
+            check(mask[-1] in e.details(), e.details())
+        refused(c, code.INVALID_ARGUMENT, "UpdateTenant",
+                A.UpdateTenantRequest(tenant=A.Tenant(name="ta", shares=-1), update_mask=["shares"]),
+                rest=("PATCH", "/v1/tenants/ta", {"shares": -1}))
+        refused(c, code.INVALID_ARGUMENT, "UpdateTenant",
+                A.UpdateTenantRequest(tenant=A.Tenant(name="ta", shares=2000000), update_mask=["shares"]),
+                rest=("PATCH", "/v1/tenants/ta", {"shares": 2000000}))
+        refused(c, code.INVALID_ARGUMENT, "UpdateTenant",
+                A.UpdateTenantRequest(tenant=A.Tenant(name="ta", description="x" * 1025), update_mask=["description"]),
+                rest=("PATCH", "/v1/tenants/ta", {"description": "x" * 1025}))
+        refused(c, code.INVALID_ARGUMENT, "UpdateTenant",
+                A.UpdateTenantRequest(tenant=A.Tenant(name="ta", parent="Not A Name"), update_mask=["parent"]),
+                rest=("PATCH", "/v1/tenants/ta", {"parent": "Not A Name"}))
+        refused(c, code.INVALID_ARGUMENT, "UpdateTenant",   # a cycle
+                A.UpdateTenantRequest(tenant=A.Tenant(name="ta", parent="tsub"), update_mask=["parent"]),
+                rest=("PATCH", "/v1/tenants/ta", {"parent": "tsub"}))
+        refused(c, code.NOT_FOUND, "UpdateTenant",
+                A.UpdateTenantRequest(tenant=A.Tenant(name="ta", parent="nope"), update_mask=["parent"]),
+                rest=("PATCH", "/v1/tenants/ta", {"parent": "nope"}))
+        refused(c, code.NOT_FOUND, "UpdateTenant",
+                A.UpdateTenantRequest(tenant=A.Tenant(name="nope", shares=1), update_mask=["shares"]),
+                rest=("PATCH", "/v1/tenants/nope", {"shares": 1}))
+        refused(c, code.INVALID_ARGUMENT, "UpdateTenant", A.UpdateTenantRequest(update_mask=["shares"]),
+                field="tenant")
+        # auth: admin only, as PATCH /v1/tenants/{name}
+        req = A.UpdateTenantRequest(tenant=A.Tenant(name="ta", shares=1), update_mask=["shares"])
+        refused(c, code.PERMISSION_DENIED, "UpdateTenant", req, s["a"],
+                rest=("PATCH", "/v1/tenants/ta", {"shares": 1}, s["a"]))
+        refused(c, code.PERMISSION_DENIED, "UpdateTenant", req, s["reader"])
+        refused(c, code.UNAUTHENTICATED, "UpdateTenant", req, "")
+        refused(c, code.UNAUTHENTICATED, "UpdateTenant", req, "mst_not-a-real-token")
 
 
 def test_tenant_quotas(c):
@@ -200,7 +217,8 @@ def test_priority_classes(c):
     # an empty mask changes nothing (REST's PATCH {}), whatever the message holds
     p = call("UpdatePriorityClass", A.UpdatePriorityClassRequest(priority_class=A.PriorityClass(
         name="gold", priority=55, preemptible=True, grace_period_s=1, is_default=True)), s["admin"])
-    check_eq((p.priority, p.preemptible, p.grace_period_s, p.is_default, p.description), (0, False, 0, False, "deadlines"))
+    check_eq((p.priority, p.preemptible, p.grace_period_s, p.is_default, p.description),
+             (0, False, 0, False, "deadlines"))
     p = call("UpdatePriorityClass", A.UpdatePriorityClassRequest(
         priority_class=A.PriorityClass(name="gold", preemptible=True, max_time_limit_s=0, grace_period_s=45,
                                        default_time_limit_s=7200),
@@ -216,40 +234,41 @@ def test_priority_classes(c):
     check_eq(c.api("GET", "/v1/priority-classes/normal")[2]["is_default"], False)
     check_eq(c.api("PATCH", "/v1/priority-classes/normal", {"is_default": True})[0], 200)
     check_eq(call("GetPriorityClass", A.GetPriorityClassRequest(name="gold"), s["a"]).is_default, False)
-    # bad input: REST's slug and field, nothing changed
-    PC = A.PriorityClass
-    for pc, body in [
-        (PC(name="Bad Name", priority=1), {"name": "Bad Name", "priority": 1}),
-        (PC(priority=1), {"priority": 1}),
-        (PC(name="x", priority=2000000000), {"name": "x", "priority": 2000000000}),
-        (PC(name="x", priority=1, default_time_limit_s=7200, max_time_limit_s=60),
-         {"name": "x", "priority": 1, "default_time_limit": 7200, "max_time_limit": 60}),
-        (PC(name="x", priority=1, grace_period_s=-5), {"name": "x", "priority": 1, "grace_period": -5}),
-        (PC(name="x", priority=1, grace_period_s=86401), {"name": "x", "priority": 1, "grace_period": 86401}),
-        (PC(name="gold", priority=1), {"name": "gold", "priority": 1}),   # taken
-    ]:
-        refused(c, code.INVALID_ARGUMENT if pc.name != "gold" else code.ALREADY_EXISTS, "CreatePriorityClass",
-                A.CreatePriorityClassRequest(priority_class=pc), rest=("POST", "/v1/priority-classes", body))
-    refused(c, code.INVALID_ARGUMENT, "CreatePriorityClass", A.CreatePriorityClassRequest(), field="priority_class")
-    for mask in (["name"], ["created_at"], ["priority", "nope"]):
-        refused(c, code.INVALID_ARGUMENT, "UpdatePriorityClass", A.UpdatePriorityClassRequest(
-            priority_class=PC(name="gold", priority=3), update_mask=mask), field="update_mask")
-    for want, pc, mask, body in [
-        (code.INVALID_ARGUMENT, PC(name="gold"), ["default_time_limit_s"], {"default_time_limit": 0}),
-        (code.INVALID_ARGUMENT, PC(name="gold", grace_period_s=-1), ["grace_period_s"], {"grace_period": -1}),
-        (code.INVALID_ARGUMENT, PC(name="gold", max_time_limit_s=60), ["max_time_limit_s"],
-         {"max_time_limit": 60}),                                   # below its default_time_limit 7200
-        (code.INVALID_ARGUMENT, PC(name="gold", description="\u00e9" * 1025), ["description"],
-         {"description": "\u00e9" * 1025}),
-        (code.ALREADY_EXISTS, PC(name="normal"), ["is_default"], {"is_default": False}),  # unmark the default
-        (code.NOT_FOUND, PC(name="nope", priority=1), ["priority"], {"priority": 1}),
-    ]:
-        refused(c, want, "UpdatePriorityClass", A.UpdatePriorityClassRequest(priority_class=pc, update_mask=mask),
-                rest=("PATCH", "/v1/priority-classes/" + pc.name, body))
-    # delete: the default class and unknown names are refused as over REST
-    refused(c, code.ALREADY_EXISTS, "DeletePriorityClass", A.DeletePriorityClassRequest(name="normal"),
-            rest=("DELETE", "/v1/priority-classes/normal", None))
-    refused(c, code.NOT_FOUND, "DeletePriorityClass", A.DeletePriorityClassRequest(name="Bad Name"))
+    with unchanged(c, "priority class refusals"):
+        # bad input: REST's slug and field, nothing changed
+        PC = A.PriorityClass
+        for pc, body in [
+            (PC(name="Bad Name", priority=1), {"name": "Bad Name", "priority": 1}),
+            (PC(priority=1), {"priority": 1}),
+            (PC(name="x", priority=2000000000), {"name": "x", "priority": 2000000000}),
+            (PC(name="x", priority=1, default_time_limit_s=7200, max_time_limit_s=60),
+             {"name": "x", "priority": 1, "default_time_limit": 7200, "max_time_limit": 60}),
+            (PC(name="x", priority=1, grace_period_s=-5), {"name": "x", "priority": 1, "grace_period": -5}),
+            (PC(name="x", priority=1, grace_period_s=86401), {"name": "x", "priority": 1, "grace_period": 86401}),
+            (PC(name="gold", priority=1), {"name": "gold", "priority": 1}),   # taken
+        ]:
+            refused(c, code.INVALID_ARGUMENT if pc.name != "gold" else code.ALREADY_EXISTS, "CreatePriorityClass",
+                    A.CreatePriorityClassRequest(priority_class=pc), rest=("POST", "/v1/priority-classes", body))
+        refused(c, code.INVALID_ARGUMENT, "CreatePriorityClass", A.CreatePriorityClassRequest(), field="priority_class")
+        for mask in (["name"], ["created_at"], ["priority", "nope"]):
+            refused(c, code.INVALID_ARGUMENT, "UpdatePriorityClass", A.UpdatePriorityClassRequest(
+                priority_class=PC(name="gold", priority=3), update_mask=mask), field="update_mask")
+        for want, pc, mask, body in [
+            (code.INVALID_ARGUMENT, PC(name="gold"), ["default_time_limit_s"], {"default_time_limit": 0}),
+            (code.INVALID_ARGUMENT, PC(name="gold", grace_period_s=-1), ["grace_period_s"], {"grace_period": -1}),
+            (code.INVALID_ARGUMENT, PC(name="gold", max_time_limit_s=60), ["max_time_limit_s"],
+             {"max_time_limit": 60}),                                   # below its default_time_limit 7200
+            (code.INVALID_ARGUMENT, PC(name="gold", description="\u00e9" * 1025), ["description"],
+             {"description": "\u00e9" * 1025}),
+            (code.ALREADY_EXISTS, PC(name="normal"), ["is_default"], {"is_default": False}),  # unmark the default
+            (code.NOT_FOUND, PC(name="nope", priority=1), ["priority"], {"priority": 1}),
+        ]:
+            refused(c, want, "UpdatePriorityClass", A.UpdatePriorityClassRequest(priority_class=pc, update_mask=mask),
+                    rest=("PATCH", "/v1/priority-classes/" + pc.name, body))
+        # delete: the default class and unknown names are refused as over REST
+        refused(c, code.ALREADY_EXISTS, "DeletePriorityClass", A.DeletePriorityClassRequest(name="normal"),
+                rest=("DELETE", "/v1/priority-classes/normal", None))
+        refused(c, code.NOT_FOUND, "DeletePriorityClass", A.DeletePriorityClassRequest(name="Bad Name"))
     call("DeletePriorityClass", A.DeletePriorityClassRequest(name="tin"), s["admin"])
     check_eq(c.api("GET", "/v1/priority-classes/tin")[0], 404)
     refused(c, code.NOT_FOUND, "GetPriorityClass", A.GetPriorityClassRequest(name="tin"), s["reader"],
@@ -294,36 +313,38 @@ def test_tokens(c):
     mine = call("CreateToken", A.CreateTokenRequest(role="reader"), s["a"])
     check_eq(mine.tenant, "ta")
     check_eq(call("CreateToken", A.CreateTokenRequest(role="tenant", tenant="tsub"), s["a"]).tenant, "tsub")
-    refused(c, code.PERMISSION_DENIED, "CreateToken", A.CreateTokenRequest(role="admin"), s["a"],
-            rest=("POST", "/v1/tokens", {"role": "admin"}, s["a"]))
-    refused(c, code.PERMISSION_DENIED, "CreateToken", A.CreateTokenRequest(role="agent", node="n1"), s["a"],
-            rest=("POST", "/v1/tokens", {"role": "agent", "node": "n1"}, s["a"]))
-    refused(c, code.NOT_FOUND, "CreateToken", A.CreateTokenRequest(role="reader", tenant="tb"), s["a"],
-            rest=("POST", "/v1/tokens", {"role": "reader", "tenant": "tb"}, s["a"]))
-    refused(c, code.PERMISSION_DENIED, "CreateToken", A.CreateTokenRequest(role="reader"), s["reader"],
-            rest=("POST", "/v1/tokens", {"role": "reader"}, s["reader"]))
-    # bad input
-    for req, body in [
-        (A.CreateTokenRequest(), {}),
-        (A.CreateTokenRequest(role="root"), {"role": "root"}),
-        (A.CreateTokenRequest(role="tenant"), {"role": "tenant"}),
-        (A.CreateTokenRequest(role="admin", tenant="ta"), {"role": "admin", "tenant": "ta"}),
-        (A.CreateTokenRequest(role="agent"), {"role": "agent"}),
-        (A.CreateTokenRequest(role="reader", node="n1"), {"role": "reader", "node": "n1"}),
-        (A.CreateTokenRequest(role="reader", user="no spaces"), {"role": "reader", "user": "no spaces"}),
-        (A.CreateTokenRequest(role="reader", name="n" * 129), {"role": "reader", "name": "n" * 129}),
-        (A.CreateTokenRequest(role="reader", expires_at="tomorrow"), {"role": "reader", "expires_at": "tomorrow"}),
-        (A.CreateTokenRequest(role="reader", expires_at="2001-01-01T00:00:00Z"),
-         {"role": "reader", "expires_at": "2001-01-01T00:00:00Z"}),
-    ]:
-        refused(c, code.INVALID_ARGUMENT, "CreateToken", req, rest=("POST", "/v1/tokens", body))
-    refused(c, code.NOT_FOUND, "CreateToken", A.CreateTokenRequest(role="tenant", tenant="nope"),
-            rest=("POST", "/v1/tokens", {"role": "tenant", "tenant": "nope"}))
+    with unchanged(c, "CreateToken refusals"):
+        refused(c, code.PERMISSION_DENIED, "CreateToken", A.CreateTokenRequest(role="admin"), s["a"],
+                rest=("POST", "/v1/tokens", {"role": "admin"}, s["a"]))
+        refused(c, code.PERMISSION_DENIED, "CreateToken", A.CreateTokenRequest(role="agent", node="n1"), s["a"],
+                rest=("POST", "/v1/tokens", {"role": "agent", "node": "n1"}, s["a"]))
+        refused(c, code.NOT_FOUND, "CreateToken", A.CreateTokenRequest(role="reader", tenant="tb"), s["a"],
+                rest=("POST", "/v1/tokens", {"role": "reader", "tenant": "tb"}, s["a"]))
+        refused(c, code.PERMISSION_DENIED, "CreateToken", A.CreateTokenRequest(role="reader"), s["reader"],
+                rest=("POST", "/v1/tokens", {"role": "reader"}, s["reader"]))
+        # bad input
+        for req, body in [
+            (A.CreateTokenRequest(), {}),
+            (A.CreateTokenRequest(role="root"), {"role": "root"}),
+            (A.CreateTokenRequest(role="tenant"), {"role": "tenant"}),
+            (A.CreateTokenRequest(role="admin", tenant="ta"), {"role": "admin", "tenant": "ta"}),
+            (A.CreateTokenRequest(role="agent"), {"role": "agent"}),
+            (A.CreateTokenRequest(role="reader", node="n1"), {"role": "reader", "node": "n1"}),
+            (A.CreateTokenRequest(role="reader", user="no spaces"), {"role": "reader", "user": "no spaces"}),
+            (A.CreateTokenRequest(role="reader", name="n" * 129), {"role": "reader", "name": "n" * 129}),
+            (A.CreateTokenRequest(role="reader", expires_at="tomorrow"), {"role": "reader", "expires_at": "tomorrow"}),
+            (A.CreateTokenRequest(role="reader", expires_at="2001-01-01T00:00:00Z"),
+             {"role": "reader", "expires_at": "2001-01-01T00:00:00Z"}),
+        ]:
+            refused(c, code.INVALID_ARGUMENT, "CreateToken", req, rest=("POST", "/v1/tokens", body))
+        refused(c, code.NOT_FOUND, "CreateToken", A.CreateTokenRequest(role="tenant", tenant="nope"),
+                rest=("POST", "/v1/tokens", {"role": "tenant", "tenant": "nope"}))
     # isolation: another subtree's token is NOT_FOUND, as one that does not exist
     theirs = call("CreateToken", A.CreateTokenRequest(role="reader", tenant="tb"), s["admin"])
-    for tid in (theirs.id, 0, -1, 10 ** 15):
-        refused(c, code.NOT_FOUND, "GetToken", A.GetTokenRequest(id=tid), s["a"])
-        refused(c, code.NOT_FOUND, "RevokeToken", A.RevokeTokenRequest(id=tid), s["a"])
+    with unchanged(c, "isolation refusals"):
+        for tid in (theirs.id, 0, -1, 10 ** 15):
+            refused(c, code.NOT_FOUND, "GetToken", A.GetTokenRequest(id=tid), s["a"])
+            refused(c, code.NOT_FOUND, "RevokeToken", A.RevokeTokenRequest(id=tid), s["a"])
     ids = [x.id for x in call("ListTokens", A.ListTokensRequest(), s["a"]).tokens]
     check(mine.id in ids and theirs.id not in ids and rt["id"] not in ids, ids)
     check_eq(call("GetToken", A.GetTokenRequest(id=theirs.id), theirs.secret).tenant, "tb")
