@@ -379,8 +379,10 @@ static void pass_predictions(struct inc *in, int64_t now)
 		x->in_pk = false;
 		keys_add(&in->rk, &in->nrk, &in->cap_rk, x->end, k, true);
 	}
-	memmove(in->pk, in->pk + n, (in->npk - n) * sizeof(*in->pk));
-	in->npk -= n;
+	if (n) {
+		memmove(in->pk, in->pk + n, (in->npk - n) * sizeof(*in->pk));
+		in->npk -= n;
+	}
 }
 
 /* ------------------------------------------------------------ build, apply */
