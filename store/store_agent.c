@@ -88,7 +88,10 @@ int store_agent_fault(PGconn *c, int64_t node_id, const char *node, int gpu, int
 				    4, p, NULL, err);
 	else
 		ret = store_db_exec(c,
-				    "INSERT INTO events (kind, node_id, reason) VALUES ('node.link_down', $1::bigint, $2::text)",
+				    "WITH n AS (UPDATE nodes SET fabric_fault = $2::text, updated_at = now()"
+				    "  WHERE id = $1::bigint RETURNING id)"
+				    " INSERT INTO events (kind, node_id, reason)"
+				    " SELECT 'node.link_down', id, $2::text FROM n",
 				    2, (const char *[]){ id, reason }, NULL, err);
 	if (ret < 0)
 		goto out;

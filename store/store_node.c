@@ -167,7 +167,8 @@ static int node_drain_tx(PGconn *c, void *arg, struct mu_error *err)
 	int ret;
 
 	ret = store_db_exec(c,
-			    "UPDATE nodes SET drain = $2::bool, drain_reason = $3, updated_at = now() "
+			    "UPDATE nodes SET drain = $2::bool, drain_reason = $3, updated_at = now(), "
+			    " fabric_fault = CASE WHEN $2::bool THEN fabric_fault ELSE '' END "
 			    "WHERE name = $1 RETURNING id",
 			    3, params, &r, err);
 	if (ret < 0)

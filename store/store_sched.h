@@ -152,6 +152,7 @@ struct store_sched_node {
 	char *name, *address, *topology, *gpu_model; /* owned by the snapshot */
 	int gpu_count;
 	bool up, drain;
+	bool fabric_fault;     /* a training-fabric link is down (multi-node runs fail) */
 	uint64_t healthy_mask; /* bit i = GPU index i present and healthy (indices < 64) */
 };
 

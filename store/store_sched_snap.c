@@ -82,7 +82,7 @@ static int64_t getl(const PGresult *r, int row, int col)
  * loaders below take their results in this order. */
 static const char *const snap_sql[8] = {
 	    "SELECT n.id, n.name, n.address, n.topology, n.gpu_model, n.gpu_count, n.up,"
-	    " n.drain, coalesce(g.mask, 0), g.node_id IS NOT NULL"
+	    " n.drain, coalesce(g.mask, 0), g.node_id IS NOT NULL, n.fabric_fault <> ''"
 	    " FROM nodes n LEFT JOIN (SELECT node_id, bit_or(CASE WHEN healthy AND idx < 64"
 	    "   THEN (1::bigint << idx) ELSE 0 END) AS mask FROM gpus GROUP BY node_id) g"
 	    "   ON g.node_id = n.id ORDER BY n.id",
@@ -195,6 +195,7 @@ static int load_nodes(PGconn *c, struct batch *b, struct store_sched_snap *s, st
 		n->gpu_count = geti(r, row, 5);
 		n->up = store_db_get_bool(r, row, 6);
 		n->drain = store_db_get_bool(r, row, 7);
+		n->fabric_fault = store_db_get_bool(r, row, 10);
 		if (!store_db_get_bool(r, row, 9)) {
 			/* No GPU rows (registered before its agent reported):
 			 * trust gpu_count. */

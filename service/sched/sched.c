@@ -814,7 +814,17 @@ void sched__add_preemption(struct cyc *c, size_t ri, int64_t for_job, enum sched
 		sched__add_crel(c, end, r->alloc[k].node, r->alloc[k].gpus, (int)ri);
 }
 
-/* Runs on DOWN nodes or unhealthy GPUs: shrink elastic ones, requeue the rest. */
+/* Does this part of run r sit on a failed node or GPU? A fabric link down
+ * fails only the runs that span nodes: a one-node run does not use it. */
+static bool alloc_failed(const struct sched_node *n, const struct sched_run *r,
+                         const struct sched_alloc *a)
+{
+	return n->state == SCHED_NODE_DOWN || (a->gpus & ~n->healthy) ||
+	       (n->fabric_down && r->nalloc > 1);
+}
+
+/* Runs on DOWN nodes, unhealthy GPUs or a downed fabric: shrink elastic ones,
+ * requeue the rest. */
 static void node_failures(struct cyc *c)
 {
 	const struct sched_snapshot *s = c->s;
@@ -823,6 +833,7 @@ static void node_failures(struct cyc *c)
 		return;
 	for (size_t n = 0; n < s->nnodes && !any; n++)
 		any = s->nodes[n].used && (s->nodes[n].state == SCHED_NODE_DOWN ||
+		                            s->nodes[n].fabric_down ||
 		                            (s->nodes[n].used & ~s->nodes[n].healthy));
 	if (!any)
 		return;
@@ -831,11 +842,8 @@ static void node_failures(struct cyc *c)
 		if (r->stopping)
 			continue;
 		size_t bad = 0;
-		for (size_t k = 0; k < r->nalloc; k++) {
-			const struct sched_node *n = &s->nodes[r->alloc[k].node];
-			if (n->state == SCHED_NODE_DOWN || (r->alloc[k].gpus & ~n->healthy))
-				bad++;
-		}
+		for (size_t k = 0; k < r->nalloc; k++)
+			bad += alloc_failed(&s->nodes[r->alloc[k].node], r, &r->alloc[k]);
 		if (!bad)
 			continue;
 		if (r->min_nodes > 0 && r->nalloc - bad >= (size_t)r->min_nodes) {
@@ -847,12 +855,9 @@ static void node_failures(struct cyc *c)
 			x->run_id = r->run_id;
 			x->alloc = arena_alloc(p, r->nalloc * sizeof(struct sched_alloc) + 1);
 			x->nalloc = 0;
-			for (size_t k = 0; k < r->nalloc; k++) {
-				const struct sched_node *n = &s->nodes[r->alloc[k].node];
-				if (n->state == SCHED_NODE_DOWN || (r->alloc[k].gpus & ~n->healthy))
-					continue;
-				x->alloc[x->nalloc++] = r->alloc[k];
-			}
+			for (size_t k = 0; k < r->nalloc; k++)
+				if (!alloc_failed(&s->nodes[r->alloc[k].node], r, &r->alloc[k]))
+					x->alloc[x->nalloc++] = r->alloc[k];
 			continue;
 		}
 		sched__add_preemption(c, i, 0, SCHED_PREEMPT_NODE_FAIL);

@@ -80,6 +80,7 @@ struct sched_node {
 	uint64_t healthy;       /* bit i set = GPU i healthy */
 	uint64_t used;          /* bit i set = GPU i in a live allocation */
 	enum sched_node_state state;
+	bool fabric_down;       /* a training-fabric link is down: multi-node runs here fail */
 };
 
 /* One node of an allocation; rank = position in the allocation array. */

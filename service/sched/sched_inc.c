@@ -107,7 +107,7 @@ static void ctab_clear(struct ctab *t)
 
 static bool node_bad(const struct sched_node *x)
 {
-	return x->used && (x->state == SCHED_NODE_DOWN || (x->used & ~x->healthy));
+	return x->used && (x->state == SCHED_NODE_DOWN || x->fabric_down || (x->used & ~x->healthy));
 }
 
 static uint64_t node_all(const struct sched_node *x)

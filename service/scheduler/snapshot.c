@@ -336,6 +336,7 @@ int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_sna
 		if (n->gpu_count < SCHED_MAX_GPUS)
 			n->healthy &= (UINT64_C(1) << n->gpu_count) - 1;
 		n->state = !dn->up ? SCHED_NODE_DOWN : dn->drain ? SCHED_NODE_DRAIN : SCHED_NODE_UP;
+		n->fabric_down = dn->fabric_fault;
 	}
 	qsort(p->nodes, db->nnodes, sizeof(*p->nodes), cmp_idmap);
 	build_units(db, s->nodes);

@@ -260,6 +260,11 @@ def test_register_heartbeat_run(c):
                  "fabric link ib0 down", what="link drain")
     check_eq(c.sql_value("SELECT count(*) FROM events e JOIN nodes n ON n.id = e.node_id"
                          " WHERE n.name = 'gpu-n2' AND kind = 'node.link_down'"), "1")
+    check_eq(c.sql_value("SELECT fabric_fault FROM nodes WHERE name = 'gpu-n2'"),
+             "fabric link ib0 down", "the scheduler sees the fabric fault")
+    check_eq(c.api("POST", "/v1/nodes/gpu-n2/resume")[0], 200)
+    check_eq(c.sql_value("SELECT fabric_fault = '' FROM nodes WHERE name = 'gpu-n2'"), "t",
+             "a resume clears the fault with the drain")
     check_eq(c.sql_value("SELECT count(*) FROM events e JOIN nodes n ON n.id = e.node_id"
                          " WHERE n.name = 'gpu-n1' AND kind = 'gpu.unhealthy'"), "1")
     a.close()

@@ -254,6 +254,43 @@ def test_drain(c):
     wait_live_run(c, j2, 5)
 
 
+def test_fabric_fault_stops_multinode_runs(c):
+    """A training-fabric link down (nodes.fabric_fault, set with the drain by
+    muster-api when an agent reports it) is a node failure for the gangs
+    that span the node: they are stopped and requeued elsewhere. A one-node
+    run there keeps running: it does not use the fabric."""
+    setup(c)
+    a, b, spare = add_nodes(c, "fb", 3, gpus=4, model="fb")
+    sql(c, "UPDATE nodes SET drain = true, drain_reason = 'later' WHERE name = $1;"
+          " NOTIFY muster_sched, 'node:x'", spare)
+    (gang,) = submit(c, nodes=2, gpus=2, model="fb", klass="quick", retries=1)
+    grun, _, _ = wait_live_run(c, gang)
+    agent_running(c, grun)
+    (solo,) = submit(c, nodes=1, gpus=2, model="fb", klass="quick")
+    srun, _, _ = wait_live_run(c, solo)
+    agent_running(c, srun)
+    node = val(c, "SELECT n.name FROM run_allocations x JOIN nodes n ON n.id = x.node_id"
+                  " WHERE x.run_id = $1 AND x.live LIMIT 1", srun)
+    check(node in (a, b), "the one-node run shares a node with the gang", node)
+    # What store_agent_fault does for a link down: mark, drain, notify.
+    sql(c, "UPDATE nodes SET fabric_fault = 'fabric link ib0 down', drain = true,"
+          " drain_reason = 'fabric link ib0 down' WHERE name = $1;"
+          " NOTIFY muster_sched, 'node:x'", node)
+    c.wait_until(lambda: live_run(c, gang) and live_run(c, gang)[1] == "STOPPING", 10,
+                 "stop order for the gang on the faulted node")
+    check_eq(live_run(c, gang)[2], "node_fail")
+    agent_end(c, grun, exit_code=143)
+    check_eq(wait_state(c, gang, "PENDING", 5)["retries"], 1, "requeued, one retry used")
+    check_eq(live_run(c, solo), (srun, "RUNNING", ""), "the one-node run is left alone")
+    # The spare node back: the gang reruns without the faulted node.
+    sql(c, "UPDATE nodes SET drain = false WHERE name = $1; NOTIFY muster_sched, 'node:x'", spare)
+    run2, _, _ = wait_live_run(c, gang)
+    check_eq(val(c, "SELECT count(*) FROM run_allocations x JOIN nodes n ON n.id = x.node_id"
+                    " WHERE x.run_id = $1 AND n.name = $2", run2, node), "0")
+    agent_end(c, srun)
+    wait_state(c, solo, "COMPLETED", 5)
+
+
 def test_preemption_requeues(c):
     setup(c)
     add_nodes(c, "pr", 1, gpus=8, model="pr")

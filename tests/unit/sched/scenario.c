@@ -254,6 +254,9 @@ static void add_node(const char *name, char **kv, int nkv)
 			bad = gpu_list(v);
 		else if (strcmp(k, "used") == 0)
 			n->used |= gpu_list(v);
+		else if (strcmp(k, "fabric") == 0)
+			n->fabric_down = strcmp(v, "down") == 0 ? true : strcmp(v, "up") == 0 ? false
+			                 : (die("bad fabric %s", v), false);
 		else
 			die("unknown node key %s", k);
 		v[-1] = '=';
