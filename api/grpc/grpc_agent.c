@@ -453,7 +453,8 @@ static void apply_fault(PGconn *db, const struct fault *f)
 {
 	struct mu_error err = { 0 };
 
-	mu_warn("node=%s %s: GPU unhealthy / node drained", f->node, f->reason);
+	mu_warn("node=%s %s: %s", f->node, f->reason,
+		f->gpu >= 0 ? "GPU unhealthy, node drained" : "node drained, its gangs fail");
 	if (store_agent_fault(db, f->node_id, f->node, f->gpu, f->xid, f->reason, &err) < 0)
 		mu_warn("node=%s fault not fully recorded: %s", f->node, err.msg);
 }
