@@ -908,18 +908,9 @@ size_t sched__place_flat(struct cyc *c, const struct req *q, int64_t t0, int64_t
 		uint64_t m = (mode == PLACE_LATER ? in->sw_rm[n] : c->freemask[n]) & c->avail[n];
 		if (sched__pc(m) < q->g)
 			continue;
-		int64_t key = INT64_MAX;
-		uint64_t pref = 0;
-		for (int r = c->rhead[n]; r >= 0; r = c->resv[r].next) {
-			const struct resv *x = &c->resv[r];
-			if (x->start < t1 && t0 < x->end) {
-				m &= ~x->mask;
-			} else if (mode == PLACE_NOW && x->start >= t1) {
-				if (x->start < key)
-					key = x->start;
-				pref |= x->mask;
-			}
-		}
+		int64_t key;
+		uint64_t pref;
+		m = sched__unreserved(c, n, m, t0, t1, mode, &key, &pref);
 		int f = sched__pc(m);
 		if (f < q->g)
 			continue;

@@ -214,6 +214,31 @@ struct cyc {
 
 enum place_mode { PLACE_NOW, PLACE_LATER };
 
+/*
+ * Node n's GPUs in m that no reservation overlapping [t0, t1) holds. For
+ * PLACE_NOW also the earliest later reservation's start (*key, INT64_MAX if
+ * none) and the GPUs later reservations want (*pref), so that a start now
+ * prefers GPUs nobody has reserved.
+ */
+static inline uint64_t sched__unreserved(const struct cyc *c, int n, uint64_t m, int64_t t0,
+                                         int64_t t1, enum place_mode mode, int64_t *key,
+                                         uint64_t *pref)
+{
+	*key = INT64_MAX;
+	*pref = 0;
+	for (int r = c->rhead[n]; r >= 0; r = c->resv[r].next) {
+		const struct resv *x = &c->resv[r];
+		if (x->start < t1 && t0 < x->end) {
+			m &= ~x->mask;
+		} else if (mode == PLACE_NOW && x->start >= t1) {
+			if (x->start < *key)
+				*key = x->start;
+			*pref |= x->mask;
+		}
+	}
+	return m;
+}
+
 
 /* Bit count without a libgcc call (no -mpopcnt in a portable build). */
 static inline int sched__pc(uint64_t x)

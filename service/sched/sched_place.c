@@ -389,18 +389,9 @@ size_t sched__place(struct cyc *c, const struct req *q, const uint64_t *base, in
 		uint64_t m = base[n] & c->avail[n];
 		if (sched__pc(m) < q->g)
 			continue;
-		int64_t key = INT64_MAX;
-		uint64_t pref = 0;
-		for (int r = c->rhead[n]; r >= 0; r = c->resv[r].next) {
-			const struct resv *x = &c->resv[r];
-			if (x->start < t1 && t0 < x->end) {
-				m &= ~x->mask;
-			} else if (mode == PLACE_NOW && x->start >= t1) {
-				if (x->start < key)
-					key = x->start;
-				pref |= x->mask;
-			}
-		}
+		int64_t key;
+		uint64_t pref;
+		m = sched__unreserved(c, (int)n, m, t0, t1, mode, &key, &pref);
 		int f = sched__pc(m);
 		if (f < q->g)
 			continue;
