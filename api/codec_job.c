@@ -334,21 +334,6 @@ int codec_job_decode(const json_t *body, struct mu_arena *a, const char *prefix,
 	return 0;
 }
 
-/* mu_buf_add_int without snprintf: a batch writes ~20 integers per job. */
-static void add_int(struct mu_buf *b, int64_t v)
-{
-	char tmp[24], *p = tmp + sizeof(tmp);
-	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
-
-	do {
-		*--p = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	if (v < 0)
-		*--p = '-';
-	mu_buf_add(b, p, (size_t)(tmp + sizeof(tmp) - p));
-}
-
 static void key(struct mu_buf *b, const char *k)
 {
 	mu_buf_addc(b, ',');
@@ -366,7 +351,7 @@ static void kstr(struct mu_buf *b, const char *k, const char *v)
 static void kint(struct mu_buf *b, const char *k, int64_t v)
 {
 	key(b, k);
-	add_int(b, v);
+	mu_buf_add_int(b, v);
 }
 
 static void kraw(struct mu_buf *b, const char *k, const char *json, const char *def)
@@ -380,7 +365,7 @@ void codec_job_encode(const struct store_job *j, struct mu_buf *b)
 	bool pending = j->state && !strcmp(j->state, "PENDING");
 
 	mu_buf_adds(b, "{\"id\":");
-	add_int(b, j->id);
+	mu_buf_add_int(b, j->id);
 	kstr(b, "state", j->state);
 	kstr(b, "tenant", j->tenant);
 	kstr(b, "user", j->user ? j->user : "");
@@ -389,7 +374,7 @@ void codec_job_encode(const struct store_job *j, struct mu_buf *b)
 	kint(b, "nodes", j->nodes);
 	key(b, "min_nodes");
 	if (j->min_nodes > 0)
-		add_int(b, j->min_nodes);
+		mu_buf_add_int(b, j->min_nodes);
 	else
 		mu_buf_adds(b, "null");
 	kint(b, "gpus_per_node", j->gpus_per_node);
@@ -414,7 +399,7 @@ void codec_job_encode(const struct store_job *j, struct mu_buf *b)
 	kstr(b, "planned_start", j->planned_start);
 	key(b, "exit_code");
 	if (j->has_exit_code)
-		add_int(b, j->exit_code);
+		mu_buf_add_int(b, j->exit_code);
 	else
 		mu_buf_adds(b, "null");
 	kstr(b, "end_reason", j->end_reason ? j->end_reason : "");

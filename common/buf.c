@@ -82,12 +82,19 @@ void mu_buf_addf(struct mu_buf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
+/* Without snprintf: a 10,000-job batch writes ~20 integers per job. */
 void mu_buf_add_int(struct mu_buf *b, int64_t v)
 {
-	char tmp[24];
-	int n = snprintf(tmp, sizeof(tmp), "%lld", (long long)v);
+	char tmp[24], *p = tmp + sizeof(tmp);
+	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
 
-	mu_buf_add(b, tmp, (size_t)n);
+	do {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*--p = '-';
+	mu_buf_add(b, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
 void mu_buf_add_json_str(struct mu_buf *b, const char *s, size_t len)

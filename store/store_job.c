@@ -485,24 +485,9 @@ static void copy_str(struct mu_buf *b, const char *v)
 	}
 }
 
-/* mu_buf_add_int without snprintf: a batch writes ~20 integers per job. */
-static void add_int(struct mu_buf *b, int64_t v)
-{
-	char tmp[24], *p = tmp + sizeof(tmp);
-	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
-
-	do {
-		*--p = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	if (v < 0)
-		*--p = '-';
-	mu_buf_add(b, p, (size_t)(tmp + sizeof(tmp) - p));
-}
-
 static void copy_int(struct mu_buf *b, int64_t v)
 {
-	add_int(b, v);
+	mu_buf_add_int(b, v);
 }
 
 /* One jobs row for COPY, in the column order of copy_jobs_sql. */
@@ -791,9 +776,9 @@ static int insert_jobs(PGconn *c, struct group_ctx *g, struct store_job_submit *
 			continue;
 		for (size_t k = 0; k < s->n; k++) {
 			mu_buf_adds(&rows, "job.submitted\t");
-			add_int(&rows, tids[i][k]);
+			mu_buf_add_int(&rows, tids[i][k]);
 			mu_buf_addc(&rows, '\t');
-			add_int(&rows, s->jobs[k].id);
+			mu_buf_add_int(&rows, s->jobs[k].id);
 			mu_buf_addc(&rows, '\n');
 			if (s->jobs[k].id > last_id)
 				last_id = s->jobs[k].id;

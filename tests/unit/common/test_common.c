@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "buf.h"
 #include "config.h"
 #include "duration.h"
 #include "error.h"
@@ -108,12 +109,29 @@ static void arena(void **state)
 	mu_arena_release(&a);
 }
 
+static void buf_add_int(void **state)
+{
+	static const struct { int64_t v; const char *s; } cases[] = {
+		{ 0, "0" }, { 7, "7" }, { -7, "-7" }, { 1234567890, "1234567890" },
+		{ INT64_MAX, "9223372036854775807" }, { INT64_MIN, "-9223372036854775808" },
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct mu_buf b = MU_BUF_INIT;
+		mu_buf_adds(&b, "x=");
+		mu_buf_add_int(&b, cases[i].v);
+		mu_buf_addc(&b, '\0');
+		assert_string_equal(b.p + 2, cases[i].s);
+		mu_buf_release(&b);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(slurm_time_forms), cmocka_unit_test(duration_format),
 		cmocka_unit_test(error_table),      cmocka_unit_test(config_table),
-		cmocka_unit_test(arena),
+		cmocka_unit_test(arena),            cmocka_unit_test(buf_add_int),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
