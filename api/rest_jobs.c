@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,24 +13,11 @@
 #include "jv.h"
 #include "log.h"
 #include "rest_server.h"
+#include "store_auth.h"
 #include "store_job.h"
 
 static const char *const states[] = { "PENDING", "STARTING", "RUNNING", "COMPLETED",
 				      "FAILED", "CANCELLED", "TIMEOUT", NULL };
-
-static void sha256_hex(const char *data, size_t len, char hex[65])
-{
-	static const char digits[] = "0123456789abcdef";
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
-
-	EVP_Digest(data, len, md, &n, EVP_sha256(), NULL);
-	for (unsigned int i = 0; i < 32; i++) {
-		hex[2 * i] = digits[md[i] >> 4];
-		hex[2 * i + 1] = digits[md[i] & 15];
-	}
-	hex[64] = '\0';
-}
 
 static double mono_ms(void)
 {
@@ -175,7 +161,7 @@ int rest_jobs_submit(struct rest_req *rq)
 	if (key) {
 		char *hex = mu_arena_alloc(rq->arena, 65);
 
-		sha256_hex(rq->body, rq->body_len, hex);
+		store_sha256_hex(rq->body, rq->body_len, hex);
 		s->idem_key = key;
 		s->request_sha256 = hex;
 	}

@@ -12,18 +12,23 @@
 
 #define TS(col) "to_char((" col ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
-void store_auth_hash(const char *secret, char hex[65])
+void store_sha256_hex(const void *data, size_t len, char hex[65])
 {
 	static const char digits[] = "0123456789abcdef";
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
 
-	EVP_Digest(secret, strlen(secret), md, &n, EVP_sha256(), NULL);
+	EVP_Digest(data, len, md, &n, EVP_sha256(), NULL);
 	for (unsigned int i = 0; i < 32; i++) {
 		hex[2 * i] = digits[md[i] >> 4];
 		hex[2 * i + 1] = digits[md[i] & 15];
 	}
 	hex[64] = '\0';
+}
+
+void store_auth_hash(const char *secret, char hex[65])
+{
+	store_sha256_hex(secret, strlen(secret), hex);
 }
 
 void store_auth_secret_new(char secret[STORE_AUTH_SECRET_MAX])

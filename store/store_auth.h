@@ -39,6 +39,9 @@ struct store_principal {
 /* SHA-256 of `secret` as 64 lowercase hex digits + NUL. */
 void store_auth_hash(const char *secret, char hex[65]);
 
+/* SHA-256 of any bytes as 64 lowercase hex digits (request fingerprints). */
+void store_sha256_hex(const void *data, size_t len, char hex[65]);
+
 /* A new random secret ("mst_..."), NUL-terminated, from the OS CSPRNG. */
 void store_auth_secret_new(char secret[STORE_AUTH_SECRET_MAX]);
 

@@ -10,7 +10,6 @@
  */
 #include <jansson.h>
 #include <limits.h>
-#include <openssl/evp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +24,7 @@
 #include "log.h"
 #include "muster/v1/jobs.pb-c.h"
 #include "store_event.h"
+#include "store_auth.h"
 #include "store_job.h"
 #include "store_listen.h"
 
@@ -244,20 +244,6 @@ static Muster__V1__Job *job_proto(struct mu_arena *a, const struct store_job *j)
 
 /* ---- unary methods ------------------------------------------------------ */
 
-static void sha256_hex(const void *data, size_t len, char hex[65])
-{
-	static const char digits[] = "0123456789abcdef";
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
-
-	EVP_Digest(data, len, md, &n, EVP_sha256(), NULL);
-	for (unsigned int i = 0; i < 32; i++) {
-		hex[2 * i] = digits[md[i] >> 4];
-		hex[2 * i + 1] = digits[md[i] & 15];
-	}
-	hex[64] = '\0';
-}
-
 /* A submit between prepare and finish (in c->arena, referenced by c->stream). */
 struct submit_state {
 	struct store_job_submit s;
@@ -305,7 +291,7 @@ static int submit_prepare(struct gcall *c, struct submit_state **out)
 		char *hex = A(&c->arena, 65);
 
 		protobuf_c_message_pack(&r->job->base, buf);
-		sha256_hex(buf, n, hex);
+		store_sha256_hex(buf, n, hex);
 		mu_free(buf);
 		st->s.idem_key = r->idempotency_key;
 		st->s.request_sha256 = hex;
