@@ -143,28 +143,9 @@ int store_sched_terminate(PGconn *c, int pid, bool *done, struct mu_error *err)
 	return ret;
 }
 
-static int renew(PGconn *c, int64_t epoch, struct mu_error *err)
-{
-	char ep[32];
-	const char *p[1] = { ep };
-	PGresult *r = NULL;
-	int ret;
-
-	snprintf(ep, sizeof(ep), "%" PRId64, epoch);
-	ret = store_db_exec(c,
-			    "UPDATE scheduler_lease SET renewed_at = clock_timestamp()"
-			    " WHERE id = 1 AND epoch = $1::bigint AND backend_pid = pg_backend_pid()"
-			    " AND " LOCK_HELD_BY("pg_backend_pid()") " RETURNING 1",
-			    1, p, &r, err);
-	if (!ret && store_db_nrows(r) != 1)
-		ret = mu_error_set(err, MU_ENOTLEADER, "", "epoch %" PRId64 " is no longer the leader's", epoch);
-	store_db_clear(r);
-	return ret;
-}
-
 int store_sched_renew(PGconn *c, int64_t epoch, struct mu_error *err)
 {
-	return renew(c, epoch, err);
+	return store_sched_renew_for(c, epoch, PQbackendPID(c), err);
 }
 
 int store_sched_renew_for(PGconn *c, int64_t epoch, int leader_pid, struct mu_error *err)
