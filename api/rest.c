@@ -57,7 +57,7 @@ static const struct rest_route routes[] = {
 
 /* ---- metrics (loop thread only, except the pool gauge) ------------------ */
 
-static const int known_status[] = { 200, 201, 204, 400, 401, 403, 404, 405, 409, 413, 429, 500, 503 };
+static const int known_status[] = { 200, 201, 204, 400, 401, 403, 404, 405, 409, 410, 413, 429, 500, 503 };
 #define NSTATUS (sizeof(known_status) / sizeof(known_status[0]) + 1) /* + other */
 static const double buckets[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5 };
 #define NBUCKETS (sizeof(buckets) / sizeof(buckets[0]))
@@ -188,6 +188,7 @@ static const char *reason_of(int status)
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
 	case 409: return "Conflict";
+	case 410: return "Gone";
 	case 413: return "Payload Too Large";
 	case 429: return "Too Many Requests";
 	case 503: return "Service Unavailable";
