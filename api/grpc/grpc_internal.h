@@ -176,6 +176,9 @@ struct Muster__V1__LogChunk;
 void grpc_logs_on_chunk(struct gcall *agent, const struct Muster__V1__LogChunk *lc);
 void grpc_logs_closed(struct gcall *agent);
 int grpc_logs_start(void);
+/* JobService.GetLogs (its row is in grpc_jobs_methods). */
+int grpc_logs_getlogs_run(PGconn *db, struct gcall *c);
+void grpc_logs_getlogs_start(struct gcall *c);
 void grpc_logs_stop(void);
 
 /* Small helpers. */

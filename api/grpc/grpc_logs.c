@@ -20,6 +20,8 @@
 #include "grpc_internal.h"
 #include "log.h"
 #include "muster/v1/agent.pb-c.h"
+#include "muster/v1/jobs.pb-c.h"
+#include "store_logs.h"
 
 #define LOGS_MAX_PENDING 4096
 #define LOGS_TICK_MS 50
@@ -302,4 +304,148 @@ void grpc_logs_stop(void)
 		answer_error(list, MU_EUNAVAIL, "muster-api is shutting down");
 		list = next;
 	}
+}
+
+/* ---- JobService.GetLogs ------------------------------------------------- */
+
+#define GETLOGS_DEFAULT_LIMIT 65536
+#define GETLOGS_POLL_MS 500
+#define GETLOGS_RETRY_MS 1000
+#define GETLOGS_MAX_RETRIES 10
+
+struct glogs {
+	struct gcall *c;
+	struct store_log_target t; /* strings in c->arena */
+	int32_t local_rank, limit;
+	bool err_stream, follow;
+	int64_t offset;
+	int retries;
+};
+
+static void glogs_free(struct gcall *c)
+{
+	mu_free(c->stream);
+	c->stream = NULL;
+}
+
+static void glogs_answer(void *arg, const struct api_grpc_log_answer *a);
+
+/* Takes a call reference for the fetch in flight. */
+static void glogs_fetch(struct glogs *g, int delay_ms)
+{
+	struct api_grpc_log_ask q = { 0 };
+
+	q.node = g->t.node;
+	q.run_id = g->t.run_id;
+	q.local_rank = g->local_rank;
+	q.err_stream = g->err_stream;
+	q.offset = g->offset;
+	q.limit = g->limit;
+	gcall_ref(g->c);
+	api_grpc_log_fetch(&q, delay_ms, glogs_answer, g);
+}
+
+static bool call_closed(struct gcall *c)
+{
+	bool closed;
+
+	pthread_mutex_lock(&c->mu);
+	closed = c->closed || c->finish_queued;
+	pthread_mutex_unlock(&c->mu);
+	return closed;
+}
+
+static void glogs_answer(void *arg, const struct api_grpc_log_answer *a)
+{
+	struct glogs *g = arg;
+	struct gcall *c = g->c;
+	bool last;
+
+	if (call_closed(c))
+		goto out;
+	if (a->rc < 0) {
+		if (g->follow && a->rc == MU_ENODEDOWN && g->retries++ < GETLOGS_MAX_RETRIES) {
+			glogs_fetch(g, GETLOGS_RETRY_MS);
+			goto out;
+		}
+		gcall_stream_finish(c, a->rc, a->msg);
+		goto out;
+	}
+	g->retries = 0;
+	last = !g->follow || (a->ended && a->offset + (int64_t)a->len >= a->size);
+	if (a->len || last) {
+		Muster__V1__GetLogsResponse r = MUSTER__V1__GET_LOGS_RESPONSE__INIT;
+
+		r.data.data = (uint8_t *)a->data;
+		r.data.len = a->len;
+		r.offset = a->offset;
+		r.size = a->size;
+		r.ended = a->ended && a->offset + (int64_t)a->len >= a->size;
+		r.run_id = g->t.run_id;
+		r.node = (char *)g->t.node;
+		if (!gcall_stream_send(c, &r.base))
+			goto out;
+	}
+	g->offset = a->offset + (int64_t)a->len;
+	if (last) {
+		gcall_stream_finish(c, 0, NULL);
+		goto out;
+	}
+	/* more is there: read on at once, unless the client is slow to take it */
+	glogs_fetch(g, gcall_stream_pending(c) > 4 ? 100 : g->offset < a->size ? 0 : GETLOGS_POLL_MS);
+out:
+	gcall_unref(c);
+}
+
+int grpc_logs_getlogs_run(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__GetLogsRequest *r = (const void *)c->req;
+	struct glogs *g;
+	int64_t ppn;
+	int ret;
+
+	if (r->job_id < 1)
+		return mu_error_set(&c->err, MU_ENOTFOUND, "job_id", "no such job");
+	if (r->run_id < 0)
+		return mu_error_set(&c->err, MU_ENOTFOUND, "run_id", "no such run");
+	if (r->node_rank < 0 || r->node_rank > 1000000)
+		return mu_error_set(&c->err, MU_ERANGE, "node_rank", "must be 0..1000000");
+	if (r->local_rank < 0 || r->local_rank > 255)
+		return mu_error_set(&c->err, MU_ERANGE, "local_rank", "must be 0..255");
+	if (r->stream && r->stream[0] && strcmp(r->stream, "stdout") && strcmp(r->stream, "stderr"))
+		return mu_error_set(&c->err, MU_EINVAL, "stream", "must be stdout or stderr");
+	if (r->offset < 0)
+		return mu_error_set(&c->err, MU_ERANGE, "offset", "must be >= 0");
+	if (r->limit < 0 || r->limit > (1 << 20))
+		return mu_error_set(&c->err, MU_ERANGE, "limit", "must be 0..1048576 (0 = 65536)");
+	g = mu_calloc(1, sizeof(*g));
+	c->stream = g;
+	c->stream_free = glogs_free;
+	g->c = c;
+	g->local_rank = r->local_rank;
+	g->err_stream = r->stream && !strcmp(r->stream, "stderr");
+	g->offset = r->offset;
+	g->limit = r->limit ? r->limit : GETLOGS_DEFAULT_LIMIT;
+	g->follow = r->follow;
+	ret = store_logs_target(db, &c->arena, gcall_scope(c), r->job_id, r->run_id, r->node_rank,
+				&g->t, &c->err);
+	if (ret < 0)
+		return ret;
+	ppn = g->t.procs_per_node > 0 ? g->t.procs_per_node : 1;
+	if (r->local_rank >= ppn)
+		return mu_error_set(&c->err, MU_ERANGE, "local_rank",
+				    "job %lld runs %lld process(es) per node: local_rank 0..%lld",
+				    (long long)r->job_id, (long long)ppn, (long long)ppn - 1);
+	return 0;
+}
+
+/* Pool worker, after grpc_logs_getlogs_run succeeded. */
+void grpc_logs_getlogs_start(struct gcall *c)
+{
+	gcall_stream_open(c);
+	if (grpc_stopping()) {
+		gcall_stream_finish(c, MU_EUNAVAIL, "server shutting down");
+		return;
+	}
+	glogs_fetch(c->stream, 0);
 }
