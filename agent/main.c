@@ -335,8 +335,12 @@ static void prune_logs(struct agent *a)
 		return;
 	a->next_prune = ag_now() + (every < 1 ? 1 : every > 60 ? 60 : every);
 	live = mu_calloc((size_t)a->nruns + 1, sizeof(*live));
+	/* kept: runs with processes, and ended ones this agent saw end less than
+	 * the retention ago (a run whose keeper was KILLed left no exit file to
+	 * date its directory); runs forgotten go by the directory's time */
 	for (int i = 0; i < a->nruns; i++)
-		if (a->runs[i].state != AG_RUN_DONE)
+		if (a->runs[i].state != AG_RUN_DONE ||
+		    (a->runs[i].ended > 0 && ag_now() - a->runs[i].ended < (double)log_retention_ms / 1000.0))
 			live[n++] = a->runs[i].run_id;
 	ag_logs_prune(state_dir, log_retention_ms / 1000, live, n);
 	mu_free(live);

@@ -30,7 +30,7 @@
 #define LOGS_MAX_LIMIT (1 << 20)
 #define LOGS_POLL_MS 500
 #define LOGS_RETRY_MS 1000
-#define LOGS_MAX_RETRIES 10 /* follow: a node that reconnects within ~10 s is waited for */
+#define LOGS_MAX_RETRIES 30 /* follow: a node that reconnects within ~30 s is waited for */
 
 struct logs_req {
 	struct rest_req *rq;

@@ -311,7 +311,7 @@ void grpc_logs_stop(void)
 #define GETLOGS_DEFAULT_LIMIT 65536
 #define GETLOGS_POLL_MS 500
 #define GETLOGS_RETRY_MS 1000
-#define GETLOGS_MAX_RETRIES 10
+#define GETLOGS_MAX_RETRIES 30
 
 struct glogs {
 	struct gcall *c;
