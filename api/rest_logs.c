@@ -136,7 +136,7 @@ static void chunk_done(struct rest_req *rq, void *arg, int rc)
 			mu_error_set(&rq->err, rc, "", "%s", lr->msg);
 			goto out_free;
 		}
-		if (rc == MU_ENODEDOWN && lr->retries++ < LOGS_MAX_RETRIES) {
+		if ((rc == MU_ENODEDOWN || rc == MU_EUNAVAIL) && lr->retries++ < LOGS_MAX_RETRIES) {
 			fetch(lr, LOGS_RETRY_MS);
 			return;
 		}

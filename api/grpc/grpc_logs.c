@@ -364,7 +364,8 @@ static void glogs_answer(void *arg, const struct api_grpc_log_answer *a)
 	if (call_closed(c))
 		goto out;
 	if (a->rc < 0) {
-		if (g->follow && a->rc == MU_ENODEDOWN && g->retries++ < GETLOGS_MAX_RETRIES) {
+		if (g->follow && (a->rc == MU_ENODEDOWN || a->rc == MU_EUNAVAIL) &&
+		    g->retries++ < GETLOGS_MAX_RETRIES) {
 			glogs_fetch(g, GETLOGS_RETRY_MS);
 			goto out;
 		}
