@@ -23,9 +23,10 @@ from test_grpc_common import make_tenant, make_token
 S = {}
 RETENTION_S = 4
 # Each process prints a line to each stream, holds until released, then
-# prints 2,000 numbered lines (about 19 KB) and a last line.
+# prints 2,000 numbered lines (about 19 KB) and a last line. It gives up
+# when the test's directory is gone (a failed test leaves no process behind).
 PROG = ('echo "out $LOCAL_RANK of $MUSTER_RUN_ID"; echo "err $LOCAL_RANK" >&2; '
-        'while [ ! -e $OUT/release.$MUSTER_RUN_ID ]; do sleep 0.05; done; '
+        'while [ ! -e $OUT/release.$MUSTER_RUN_ID ]; do [ -d $OUT ] || exit 1; sleep 0.05; done; '
         'seq 1 2000 | sed "s/^/line $LOCAL_RANK /"; echo "bye $LOCAL_RANK"')
 
 
