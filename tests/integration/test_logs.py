@@ -338,5 +338,32 @@ def test_agent_gone(c):
     wait_ended(c, jid)
 
 
+def test_two_nodes(c):
+    """node_rank picks the node: each rank's bytes come from its own agent."""
+    token = make_token(c, "agent", node="lg-n2")
+    a2 = c.start_process(
+        [harness.binary("muster-agent"), "--api", "127.0.0.1:%d" % c.grpc_port, "--node", "lg-n2",
+         "--address", "127.0.0.1", "--state-dir", os.path.join(c.dir, "agent2-state"), "--gpu-backend",
+         "fake", "--fake-gpus", "8", "--heartbeat-interval", "300ms"],
+        env={"MUSTER_AGENT_TOKEN": token}, name="agent2",
+        wait_for=lambda: c.sql_value("SELECT count(*) FROM nodes WHERE name = 'lg-n2' AND up") == "1")
+    st, _, b = c.api("POST", "/v1/jobs", {
+        "name": "gang", "nodes": 2, "gpus_per_node": 8,
+        "command": ["/bin/sh", "-c", 'echo "node $NODE_RANK"'], "time_limit": "1:00"}, token=S["user"])
+    check_eq(st, 201, b)
+    jid = b["id"]
+    wait_ended(c, jid)
+    nodes = dict(c.sql("SELECT DISTINCT a.node_rank::text, n.name FROM run_allocations a "
+                       "JOIN nodes n ON n.id = a.node_id JOIN runs r ON r.id = a.run_id WHERE r.job_id = $1",
+                       str(jid)))
+    check_eq(sorted(nodes.values()), ["lg-n1", "lg-n2"], nodes)
+    for rank in ("0", "1"):
+        st, h, body = logs(c, jid, "?node_rank=" + rank)
+        check_eq((st, body, h["muster-node"], h["muster-log-ended"]),
+                 (200, "node %s\n" % rank, nodes[rank], "true"))
+    check_eq(logs(c, jid, "?node_rank=2")[0], 400)
+    c.stop_process(a2)
+
+
 if __name__ == "__main__":
     harness.main(api=False)
