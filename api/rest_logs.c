@@ -31,6 +31,7 @@
 #define LOGS_POLL_MS 500
 #define LOGS_RETRY_MS 1000
 #define LOGS_MAX_RETRIES 30 /* follow: a node that reconnects within ~30 s is waited for */
+#define LOGS_MAX_MISSING 120 /* follow: a live run's file may take ~60 s to appear */
 
 struct logs_req {
 	struct rest_req *rq;
@@ -47,7 +48,7 @@ struct logs_req {
 	int64_t size;
 	bool ended;
 	bool streaming;
-	int retries;
+	int retries, missing;
 };
 
 static bool parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
@@ -131,6 +132,14 @@ static void chunk_done(struct rest_req *rq, void *arg, int rc)
 
 	if (rq->gone)
 		goto out_free;
+	/* a run the database says is live that the agent has no file for yet
+	 * (STARTING: the desired state is on its way) has printed nothing yet */
+	if (rc == MU_EGONE && lr->t.run_live && (!lr->follow || lr->missing++ < LOGS_MAX_MISSING)) {
+		rc = 0;
+		lr->len = 0;
+		lr->size = 0;
+		lr->ended = false;
+	}
 	if (rc < 0) {
 		if (!lr->streaming) {
 			mu_error_set(&rq->err, rc, "", "%s", lr->msg);

@@ -312,6 +312,7 @@ void grpc_logs_stop(void)
 #define GETLOGS_POLL_MS 500
 #define GETLOGS_RETRY_MS 1000
 #define GETLOGS_MAX_RETRIES 30
+#define GETLOGS_MAX_MISSING 120
 
 struct glogs {
 	struct gcall *c;
@@ -319,7 +320,7 @@ struct glogs {
 	int32_t local_rank, limit;
 	bool err_stream, follow;
 	int64_t offset;
-	int retries;
+	int retries, missing;
 };
 
 static void glogs_free(struct gcall *c)
@@ -329,6 +330,7 @@ static void glogs_free(struct gcall *c)
 }
 
 static void glogs_answer(void *arg, const struct api_grpc_log_answer *a);
+static void glogs_answer_ok(struct glogs *g, const struct api_grpc_log_answer *a);
 
 /* Takes a call reference for the fetch in flight. */
 static void glogs_fetch(struct glogs *g, int delay_ms)
@@ -359,10 +361,18 @@ static void glogs_answer(void *arg, const struct api_grpc_log_answer *a)
 {
 	struct glogs *g = arg;
 	struct gcall *c = g->c;
-	bool last;
 
 	if (call_closed(c))
 		goto out;
+	/* a live run (in the database) whose file the agent has not made yet:
+	 * nothing printed yet (a follow waits ~60 s for it) */
+	if (a->rc == MU_EGONE && g->t.run_live && (!g->follow || g->missing++ < GETLOGS_MAX_MISSING)) {
+		struct api_grpc_log_answer none = { 0 };
+
+		none.offset = a->offset;
+		glogs_answer_ok(g, &none);
+		goto out;
+	}
 	if (a->rc < 0) {
 		if (g->follow && (a->rc == MU_ENODEDOWN || a->rc == MU_EUNAVAIL) &&
 		    g->retries++ < GETLOGS_MAX_RETRIES) {
@@ -372,6 +382,17 @@ static void glogs_answer(void *arg, const struct api_grpc_log_answer *a)
 		gcall_stream_finish(c, a->rc, a->msg);
 		goto out;
 	}
+	glogs_answer_ok(g, a);
+out:
+	gcall_unref(c);
+}
+
+/* One successful answer: send what came, then finish or fetch on. */
+static void glogs_answer_ok(struct glogs *g, const struct api_grpc_log_answer *a)
+{
+	struct gcall *c = g->c;
+	bool last;
+
 	g->retries = 0;
 	last = !g->follow || (a->ended && a->offset + (int64_t)a->len >= a->size);
 	if (a->len || last) {
@@ -385,17 +406,15 @@ static void glogs_answer(void *arg, const struct api_grpc_log_answer *a)
 		r.run_id = g->t.run_id;
 		r.node = (char *)g->t.node;
 		if (!gcall_stream_send(c, &r.base))
-			goto out;
+			return;
 	}
 	g->offset = a->offset + (int64_t)a->len;
 	if (last) {
 		gcall_stream_finish(c, 0, NULL);
-		goto out;
+		return;
 	}
 	/* more is there: read on at once, unless the client is slow to take it */
 	glogs_fetch(g, gcall_stream_pending(c) > 4 ? 100 : g->offset < a->size ? 0 : GETLOGS_POLL_MS);
-out:
-	gcall_unref(c);
 }
 
 int grpc_logs_getlogs_run(PGconn *db, struct gcall *c)

@@ -365,5 +365,45 @@ def test_two_nodes(c):
     c.stop_process(a2)
 
 
+def test_follow_from_starting(c):
+    """A follow opened while the run is STARTING (its agent has not made the
+    file yet: here the agent is stopped) waits for the output instead of
+    answering gone; a plain read then answers no bytes yet."""
+    os.kill(S["agent"].pid, signal.SIGSTOP)
+    try:
+        st, _, b = c.api("POST", "/v1/jobs", {
+            "name": "late", "nodes": 1, "gpus_per_node": 1,
+            "command": ["/bin/sh", "-c", "sleep 0.5; echo late"], "time_limit": "1:00"}, token=S["user"])
+        check_eq(st, 201, b)
+        jid = b["id"]
+        c.wait_until(lambda: c.sql_value("SELECT count(*) FROM runs WHERE job_id = $1", str(jid)) == "1",
+                     20, "run created")
+        follow = cli(c, "logs", jid, "-f")
+        time.sleep(0.5)
+    finally:
+        os.kill(S["agent"].pid, signal.SIGCONT)
+    out, err = follow.communicate(timeout=90)
+    check_eq((follow.returncode, out, err), (0, "late\n", ""))
+    wait_ended(c, jid)
+    # the same, deterministically: a live run whose directory the agent
+    # cannot find reads as nothing printed yet, not as gone
+    jid, run = start_job(c)
+    d = os.path.join(S["state"], "runs", run)
+    os.rename(d, d + ".away")
+    try:
+        st, h, body = logs(c, jid)
+        check_eq((st, body, h.get("muster-log-ended")), (200, "", "false"), body)
+        pb = g.load()
+        ch = g.channel(c)
+        got = list(pb["jobs_grpc"].JobServiceStub(ch).GetLogs(
+            pb["jobs"].GetLogsRequest(job_id=jid), metadata=g.md(S["user"]), timeout=20))
+        check_eq([(m.data, m.ended) for m in got], [(b"", False)])
+        ch.close()
+    finally:
+        os.rename(d + ".away", d)
+    release(run)
+    wait_ended(c, jid)
+
+
 if __name__ == "__main__":
     harness.main(api=False)
