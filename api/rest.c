@@ -148,7 +148,7 @@ struct ctx {
 	const char *secret;
 
 	/* streaming replies (rest_stream_*) */
-	h2o_generator_t gen;  /* first: H2O_STRUCT_FROM_MEMBER finds the ctx */
+	h2o_generator_t gen;  /* ours: H2O_STRUCT_FROM_MEMBER finds the ctx from it */
 	bool streaming;
 	char *chunk;          /* the bytes h2o holds until proceed */
 	rest_more_fn more;

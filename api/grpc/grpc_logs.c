@@ -100,11 +100,31 @@ void api_grpc_log_fetch(const struct api_grpc_log_ask *q, int delay_ms, api_grpc
 	pthread_mutex_unlock(&L.mu);
 }
 
-/* Broker thread: sends p now (p is in the list, L.mu not held by us). */
-static bool send_request(struct pend *p, struct gcall *agent)
+/* Unlinks the pending request `id` of `agent`; NULL when someone else did. */
+static struct pend *take(int64_t id, const struct gcall *agent)
+{
+	struct pend **pp, *p = NULL;
+
+	pthread_mutex_lock(&L.mu);
+	for (pp = &L.list; *pp; pp = &(*pp)->next) {
+		if ((*pp)->id == id && (*pp)->agent == agent) {
+			p = *pp;
+			*pp = p->next;
+			L.n--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&L.mu);
+	return p;
+}
+
+/* Broker thread: links p as sent down `agent` (a reference, now p's) and
+ * sends it. Once linked, p belongs to whoever takes it from the list. */
+static void send_request(struct pend *p, struct gcall *agent)
 {
 	Muster__V1__ServerMessage sm = MUSTER__V1__SERVER_MESSAGE__INIT;
 	Muster__V1__LogRequest lr = MUSTER__V1__LOG_REQUEST__INIT;
+	int64_t id = p->id;
 
 	lr.request_id = p->id;
 	lr.run_id = p->q.run_id;
@@ -115,7 +135,17 @@ static bool send_request(struct pend *p, struct gcall *agent)
 	lr.limit = p->q.limit;
 	sm.msg_case = MUSTER__V1__SERVER_MESSAGE__MSG_LOG_REQUEST;
 	sm.log_request = &lr;
-	return gcall_stream_send(agent, &sm.base);
+	p->agent = agent;
+	p->deadline_ms = now_ms() + API_GRPC_LOG_TIMEOUT_MS;
+	/* linked before it is sent: the answer (or the stream's close) may
+	 * come before gcall_stream_send returns; p is not touched after */
+	pthread_mutex_lock(&L.mu);
+	p->next = L.list;
+	L.list = p;
+	L.n++;
+	pthread_mutex_unlock(&L.mu);
+	if (!gcall_stream_send(agent, &sm.base) && (p = take(id, agent)))
+		answer_error(p, MU_ENODEDOWN, "the node's agent stream closed");
 }
 
 static void *broker_main(void *arg)
@@ -156,36 +186,11 @@ static void *broker_main(void *arg)
 			struct pend *next = due->next;
 			struct gcall *agent = grpc_agent_find(due->node);
 
-			if (!agent) {
+			if (!agent)
 				answer_error(due, MU_ENODEDOWN,
 					     "the node's agent is not connected to this muster-api");
-			} else {
-				due->agent = agent;
-				due->deadline_ms = now_ms() + API_GRPC_LOG_TIMEOUT_MS;
-				pthread_mutex_lock(&L.mu);
-				due->next = L.list;
-				L.list = due;
-				L.n++;
-				pthread_mutex_unlock(&L.mu);
-				/* after linking: the answer may come before we return */
-				if (!send_request(due, agent)) {
-					struct pend **q;
-					bool mine = false;
-
-					pthread_mutex_lock(&L.mu);
-					for (q = &L.list; *q; q = &(*q)->next) {
-						if (*q == due) {
-							*q = due->next;
-							L.n--;
-							mine = true;
-							break;
-						}
-					}
-					pthread_mutex_unlock(&L.mu);
-					if (mine)
-						answer_error(due, MU_ENODEDOWN, "the node's agent stream closed");
-				}
-			}
+			else
+				send_request(due, agent);
 			due = next;
 		}
 		pthread_mutex_lock(&L.mu);
@@ -213,20 +218,10 @@ static int rc_of(const char *error)
 
 void grpc_logs_on_chunk(struct gcall *agent, const Muster__V1__LogChunk *lc)
 {
-	struct pend **pp, *p = NULL;
+	/* only the stream it went down may answer it */
+	struct pend *p = take(lc->request_id, agent);
 	struct api_grpc_log_answer a = { 0 };
 
-	pthread_mutex_lock(&L.mu);
-	for (pp = &L.list; *pp; pp = &(*pp)->next) {
-		/* only the stream it went down may answer it */
-		if ((*pp)->id == lc->request_id && (*pp)->agent == agent) {
-			p = *pp;
-			*pp = p->next;
-			L.n--;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&L.mu);
 	if (!p)
 		return; /* late (expired) or not ours */
 	if (lc->error && lc->error[0]) {
