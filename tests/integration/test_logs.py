@@ -363,6 +363,8 @@ def test_two_nodes(c):
                  (200, "node %s\n" % rank, nodes[rank], "true"))
     check_eq(logs(c, jid, "?node_rank=2")[0], 400)
     c.stop_process(a2)
+    # nothing more goes to lg-n2 (its row stays up until the heartbeat timeout)
+    check_eq(c.api("POST", "/v1/nodes/lg-n2/drain", {"reason": "test over"})[0], 200)
 
 
 def test_follow_from_starting(c):
