@@ -191,4 +191,66 @@ int ag_state_save(const char *state_dir, const struct ag_run *runs, int nruns);
  * come back DONE with their exit files read. *runs is new (mu_free). */
 int ag_state_load(const char *state_dir, struct ag_run **runs, int *nruns);
 
+/* ---- Logs (logs.c): byte ranges of the per-process output files, and
+ * their retention ---- */
+
+#define AG_LOG_MAX_CHUNK (1 << 20) /* bytes one LogRequest may ask for */
+
+struct ag_log_chunk {
+	unsigned char *data; /* new (mu_free); NULL when len == 0 */
+	size_t len;
+	int64_t size;        /* the file's size when read */
+	bool ended;          /* the process ended: the file grows no more */
+	char error[160];     /* "" = ok; else "unknown_run: ...", "gone: ...", "invalid: ..." */
+};
+
+/*
+ * Reads up to `limit` bytes (1..AG_LOG_MAX_CHUNK) at `offset` of
+ * `<state_dir>/runs/<run_id>/proc<local_rank>.{out,err}`. The run directory
+ * and the file are opened with O_NOFOLLOW (the job may have planted a
+ * symlink), the file must be a regular file with one link; a FIFO never
+ * blocks the read. `run_done`: the agent knows the whole run ended. An
+ * offset past the end answers no data (not an error). Returns 0 (out
+ * filled) or a negative MU_E* code with out->error set:
+ * MU_ENOTFOUND (no such run directory, "unknown_run"), MU_EIO (the file is
+ * missing or not readable, "gone"), MU_EINVAL (bad arguments, "invalid").
+ */
+int ag_log_read(const char *state_dir, int64_t run_id, int local_rank, bool err_stream,
+		int64_t offset, size_t limit, bool run_done, struct ag_log_chunk *out);
+void ag_log_chunk_release(struct ag_log_chunk *c);
+
+/*
+ * Removes the directories `<state_dir>/runs/<id>` older than `retention_s`
+ * (by their modification time: the last exit file written) whose id is not
+ * in `live` (runs with processes). Never follows a symlink; stays on one
+ * file system. Returns how many run directories went.
+ */
+int ag_logs_prune(const char *state_dir, int64_t retention_s, const int64_t *live, int nlive);
+
+/*
+ * The reader thread: LogRequests are read off the main loop (a slow disk
+ * never delays heartbeats). ag_logs_submit queues one; ag_logs_take hands
+ * back each finished answer (main loop, never blocks). Any thread may
+ * submit; one thread takes.
+ */
+struct ag_logs;
+struct ag_log_job {
+	int64_t request_id;
+	int64_t run_id;
+	int local_rank;
+	bool err_stream;
+	int64_t offset;
+	size_t limit;
+	bool run_done;
+	struct ag_log_chunk out; /* filled by the reader */
+	int rc;
+};
+struct ag_logs *ag_logs_new(const char *state_dir); /* starts the thread */
+void ag_logs_free(struct ag_logs *l);                /* joins it; NULL is a no-op */
+/* Steals nothing: *job is copied. False when too many are queued (the
+ * caller answers "busy"). */
+bool ag_logs_submit(struct ag_logs *l, const struct ag_log_job *job);
+/* Calls fn for each answered job (then releases it). */
+void ag_logs_take(struct ag_logs *l, void (*fn)(void *ctx, struct ag_log_job *job), void *ctx);
+
 #endif

@@ -30,6 +30,7 @@
 static char *api_addr, *token, *node_name, *address, *topology, *labels, *state_dir;
 static char *gpu_backend, *fake_model, *fabric_ifaces, *sysfs_net, *log_level;
 static long long fake_gpus, fake_memory_mb, heartbeat_ms, default_grace_s;
+static long long log_retention_ms;
 
 static const struct mu_opt opts[] = {
 	{ "api", "MUSTER_AGENT_API", MU_OPT_STR, "127.0.0.1:9090",
@@ -63,6 +64,9 @@ static const struct mu_opt opts[] = {
 	  "grace seconds when a stop order carries none", &default_grace_s },
 	{ "log-level", "MUSTER_LOG_LEVEL", MU_OPT_STR, "info", "debug|info|warn|error",
 	  &log_level },
+	{ "log-retention", "MUSTER_AGENT_LOG_RETENTION", MU_OPT_DURATION, "7d",
+	  "how long an ended run's directory (its stdout/stderr logs) stays on the node",
+	  &log_retention_ms },
 };
 
 struct agent {
@@ -78,6 +82,8 @@ struct agent {
 	char **ifaces;
 	int nifaces;
 	bool *link_up;
+	struct ag_logs *logs;
+	double next_prune;
 };
 
 static volatile sig_atomic_t quit;
@@ -261,11 +267,92 @@ static void on_desired(struct agent *a, const Muster__V1__DesiredState *ds)
 	mu_free(want);
 }
 
+/* ---- logs: requests go to the reader thread, answers back on the stream -- */
+
+static void send_log_chunk(struct agent *a, int64_t request_id, int64_t offset,
+			   const struct ag_log_chunk *c, const char *error)
+{
+	Muster__V1__AgentMessage m = MUSTER__V1__AGENT_MESSAGE__INIT;
+	Muster__V1__LogChunk lc = MUSTER__V1__LOG_CHUNK__INIT;
+
+	lc.request_id = request_id;
+	lc.offset = offset;
+	if (c) {
+		lc.data.data = c->data;
+		lc.data.len = c->len;
+		lc.size = c->size;
+		lc.ended = c->ended;
+	}
+	lc.error = (char *)(error ? error : "");
+	m.msg_case = MUSTER__V1__AGENT_MESSAGE__MSG_LOG_CHUNK;
+	m.log_chunk = &lc;
+	if (!ag_stream_send(a->stream, &m))
+		mu_debug("logs request=%" PRId64 " answer dropped: no stream", request_id);
+}
+
+static void on_log_request(struct agent *a, const Muster__V1__LogRequest *q)
+{
+	struct ag_log_job j = { 0 };
+
+	j.request_id = q->request_id;
+	j.run_id = q->run_id;
+	j.local_rank = q->local_rank;
+	j.err_stream = q->stream == MUSTER__V1__LOG_STREAM__LOG_STREAM_STDERR;
+	j.offset = q->offset;
+	j.limit = q->limit > 0 ? (size_t)q->limit : 0;
+	/* a run we remember says whether it ended; a directory left by a run
+	 * already forgotten (kept for --log-retention) has ended for sure */
+	j.run_done = true;
+	for (int i = 0; i < a->nruns; i++) {
+		if (a->runs[i].run_id != q->run_id)
+			continue;
+		j.run_done = a->runs[i].state == AG_RUN_DONE;
+		if (j.local_rank >= a->runs[i].nprocs && a->runs[i].nprocs > 0) {
+			send_log_chunk(a, q->request_id, q->offset, NULL,
+				       "invalid: local_rank beyond this run's processes on the node");
+			return;
+		}
+	}
+	if (!ag_logs_submit(a->logs, &j))
+		send_log_chunk(a, q->request_id, q->offset, NULL, "busy: too many log reads queued");
+}
+
+static void on_log_done(void *ctx, struct ag_log_job *j)
+{
+	struct agent *a = ctx;
+
+	send_log_chunk(a, j->request_id, j->offset, &j->out, j->rc < 0 ? j->out.error : NULL);
+}
+
+/* Every so often: drop the directories of runs ended past the retention. */
+static void prune_logs(struct agent *a)
+{
+	double every = (double)log_retention_ms / 4000.0;
+	int64_t *live;
+	int n = 0;
+
+	if (ag_now() < a->next_prune)
+		return;
+	a->next_prune = ag_now() + (every < 1 ? 1 : every > 60 ? 60 : every);
+	live = mu_calloc((size_t)a->nruns + 1, sizeof(*live));
+	/* kept: runs with processes, and ended ones this agent saw end less than
+	 * the retention ago (a run whose keeper was KILLed left no exit file to
+	 * date its directory); runs forgotten go by the directory's time */
+	for (int i = 0; i < a->nruns; i++)
+		if (a->runs[i].state != AG_RUN_DONE ||
+		    (a->runs[i].ended > 0 && ag_now() - a->runs[i].ended < (double)log_retention_ms / 1000.0))
+			live[n++] = a->runs[i].run_id;
+	ag_logs_prune(state_dir, log_retention_ms / 1000, live, n);
+	mu_free(live);
+}
+
 static void on_msg(void *ctx, const Muster__V1__ServerMessage *m)
 {
 	struct agent *a = ctx;
 	if (m->msg_case == MUSTER__V1__SERVER_MESSAGE__MSG_DESIRED)
 		on_desired(a, m->desired);
+	else if (m->msg_case == MUSTER__V1__SERVER_MESSAGE__MSG_LOG_REQUEST)
+		on_log_request(a, m->log_request);
 }
 
 static void send_register(struct agent *a)
@@ -421,6 +508,10 @@ int main(int argc, char **argv)
 			node_name, node_name);
 		goto out;
 	}
+	if (log_retention_ms < 1000) {
+		fprintf(stderr, "muster-agent: --log-retention must be at least 1s\n");
+		goto out;
+	}
 	if (heartbeat_ms < 100) {
 		fprintf(stderr, "muster-agent: --heartbeat-interval must be at least 100ms\n");
 		goto out;
@@ -459,6 +550,7 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	a.stream = ag_stream_new(api_addr, token);
+	a.logs = ag_logs_new(state_dir);
 	mu_info("node=%s address=%s api=%s gpus=%d backend=%s state=%s runs=%d", node_name, address,
 		api_addr, a.gpus.n, gpu_backend, state_dir, a.nruns);
 	while (!quit) {
@@ -482,6 +574,8 @@ int main(int argc, char **argv)
 		}
 		if (a.dirty && ag_state_save(state_dir, a.runs, a.nruns) == 0)
 			a.dirty = false;
+		ag_logs_take(a.logs, on_log_done, &a);
+		prune_logs(&a);
 		bool urgent = poll_health(&a);
 		if (ag_stream_ready(a.stream) && (urgent || ag_now() >= a.next_hb)) {
 			send_heartbeat(&a);
@@ -496,6 +590,7 @@ int main(int argc, char **argv)
 	ag_state_save(state_dir, a.runs, a.nruns);
 	rc = 0;
 out:
+	ag_logs_free(a.logs);
 	if (a.stream)
 		ag_stream_free(a.stream);
 	ag_gpus_close(&a.gpus);

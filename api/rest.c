@@ -57,7 +57,7 @@ static const struct rest_route routes[] = {
 
 /* ---- metrics (loop thread only, except the pool gauge) ------------------ */
 
-static const int known_status[] = { 200, 201, 204, 400, 401, 403, 404, 405, 409, 413, 429, 500, 503 };
+static const int known_status[] = { 200, 201, 204, 400, 401, 403, 404, 405, 409, 410, 413, 429, 500, 503 };
 #define NSTATUS (sizeof(known_status) / sizeof(known_status[0]) + 1) /* + other */
 static const double buckets[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5 };
 #define NBUCKETS (sizeof(buckets) / sizeof(buckets[0]))
@@ -146,6 +146,13 @@ struct ctx {
 	char *body_copy;      /* NUL-terminated copy of the request body */
 	char token_sha[65];
 	const char *secret;
+
+	/* streaming replies (rest_stream_*) */
+	h2o_generator_t gen;  /* ours: H2O_STRUCT_FROM_MEMBER finds the ctx from it */
+	bool streaming;
+	char *chunk;          /* the bytes h2o holds until proceed */
+	rest_more_fn more;
+	void *more_arg;
 };
 
 static struct ctx *ctx_of(const struct rest_req *rq)
@@ -159,6 +166,7 @@ static void ctx_free(struct ctx *c)
 		json_decref(c->rq.out);
 	mu_free(c->owned);
 	mu_free(c->body_copy);
+	mu_free(c->chunk);
 	mu_arena_release(&c->arena);
 	mu_free(c);
 	atomic_fetch_sub(&inflight_requests, 1);
@@ -188,6 +196,7 @@ static const char *reason_of(int status)
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
 	case 409: return "Conflict";
+	case 410: return "Gone";
 	case 413: return "Payload Too Large";
 	case 429: return "Too Many Requests";
 	case 503: return "Service Unavailable";
@@ -555,6 +564,88 @@ int rest_defer_group(struct rest_req *rq, int kind, size_t weight, void *arg, re
 		h2o_multithread_send_message(&receiver, &c->msg);
 	}
 	return 0;
+}
+
+int rest_hold(struct rest_req *rq, rest_done_fn done, void *arg)
+{
+	struct ctx *c = ctx_of(rq);
+
+	memset(&c->work, 0, sizeof(c->work));
+	c->done = done;
+	c->arg = arg;
+	c->in_flight = true;
+	return 0;
+}
+
+void rest_wake(struct rest_req *rq, int rc)
+{
+	struct ctx *c = ctx_of(rq);
+
+	c->work.rc = rc;
+	h2o_multithread_send_message(&receiver, &c->msg);
+}
+
+/* ---- streaming replies ------------------------------------------------------ */
+
+static void stream_proceed(h2o_generator_t *g, h2o_req_t *req)
+{
+	struct ctx *c = H2O_STRUCT_FROM_MEMBER(struct ctx, gen, g);
+	rest_more_fn more = c->more;
+
+	(void)req;
+	mu_free(c->chunk);
+	c->chunk = NULL;
+	c->more = NULL;
+	if (more)
+		more(&c->rq, c->more_arg);
+}
+
+static void stream_stop(h2o_generator_t *g, h2o_req_t *req)
+{
+	struct ctx *c = H2O_STRUCT_FROM_MEMBER(struct ctx, gen, g);
+
+	(void)req;
+	c->more = NULL; /* the client left: on_dispose follows */
+}
+
+void rest_stream_begin(struct rest_req *rq, int status, const char *content_type)
+{
+	struct ctx *c = ctx_of(rq);
+	h2o_req_t *req = c->req;
+
+	if (!req || c->replied)
+		return;
+	c->replied = true;
+	c->streaming = true;
+	req->res.status = status;
+	req->res.reason = reason_of(status);
+	h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL,
+		       h2o_strdup(&req->pool, content_type, SIZE_MAX).base, strlen(content_type));
+	for (size_t i = 0; i < c->nh; i++)
+		add_header(req, c->hn[i], c->hv[i]);
+	metrics_record(c->route, status, now_s() - c->t0);
+	c->gen.proceed = stream_proceed;
+	c->gen.stop = stream_stop;
+	h2o_start_response(req, &c->gen);
+}
+
+void rest_stream_send(struct rest_req *rq, const void *p, size_t len, bool final, bool abort,
+		      rest_more_fn more, void *arg)
+{
+	struct ctx *c = ctx_of(rq);
+	h2o_iovec_t buf;
+
+	if (!c->req || !c->streaming)
+		return;
+	mu_free(c->chunk);
+	c->chunk = mu_malloc(len ? len : 1);
+	if (len)
+		memcpy(c->chunk, p, len);
+	buf = h2o_iovec_init(c->chunk, len);
+	c->more = final || abort ? NULL : more;
+	c->more_arg = arg;
+	h2o_send(c->req, &buf, len ? 1 : 0,
+		 abort ? H2O_SEND_STATE_ERROR : final ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
 }
 
 struct rest_req *rest_work_req(struct store_work *w)

@@ -6,6 +6,7 @@
 #ifndef MU_REST_SERVER_H
 #define MU_REST_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "buf.h"
@@ -39,6 +40,33 @@ void *rest_work_arg(struct store_work *w);
 
 /* Like rest_result_text, but steals the buffer's memory (b is left empty). */
 void rest_result_buf(struct rest_req *rq, int status, const char *content_type, struct mu_buf *b);
+
+/*
+ * Waiting on another thread (not the database): rest_hold marks the
+ * request busy and returns 0 (handlers and done callbacks `return
+ * rest_hold(...)`); the other thread then calls rest_wake(rq, rc) exactly
+ * once, after which `done(rq, arg, rc)` runs on the loop thread as after
+ * rest_defer (rq->gone when the client left meanwhile). rest_wake is safe
+ * from any thread, the loop thread included.
+ */
+int rest_hold(struct rest_req *rq, rest_done_fn done, void *arg);
+void rest_wake(struct rest_req *rq, int rc);
+
+/*
+ * Streaming replies (loop thread only). rest_stream_begin sends the status
+ * and headers (those of rest_add_header too) with no length: the body goes
+ * chunked. rest_stream_send queues `len` bytes (copied) and, unless
+ * `final`, calls `more(rq, arg)` on the loop thread once they are on their
+ * way; only then may the next rest_stream_send come (from `more`, or later
+ * from a done callback after rest_hold). `abort` ends the reply as broken
+ * (the client sees a truncated transfer). After begin, the framework never
+ * sends a reply of its own; if the client goes away the request is freed
+ * (while held: after its done callback ran with rq->gone).
+ */
+typedef void (*rest_more_fn)(struct rest_req *rq, void *arg);
+void rest_stream_begin(struct rest_req *rq, int status, const char *content_type);
+void rest_stream_send(struct rest_req *rq, const void *p, size_t len, bool final, bool abort,
+		      rest_more_fn more, void *arg);
 
 /* Appends the framework's Prometheus metrics (requests, latency, pool). */
 void rest_metrics_render(struct mu_buf *b);

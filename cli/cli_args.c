@@ -673,3 +673,72 @@ void cli_queue_release(struct cli_queue *q)
 	json_decref(q->labels);
 	q->labels = NULL;
 }
+
+/* ---- muster logs ---------------------------------------------------------- */
+
+enum {
+	OPT_L_NODE_RANK = CLI_OPT_FIRST_PRIVATE,
+	OPT_L_LOCAL_RANK,
+	OPT_L_STDERR,
+	OPT_L_RUN,
+};
+
+int cli_logs_parse(int argc, char **argv, struct cli_logs *l, struct mu_error *err)
+{
+	static const struct option longopts[] = {
+		{ "follow", no_argument, NULL, 'f' },
+		{ "node-rank", required_argument, NULL, OPT_L_NODE_RANK },
+		{ "local-rank", required_argument, NULL, OPT_L_LOCAL_RANK },
+		{ "stderr", no_argument, NULL, OPT_L_STDERR },
+		{ "run", required_argument, NULL, OPT_L_RUN },
+		CLI_COMMON_LONGOPTS,
+		{ NULL, 0, NULL, 0 },
+	};
+	int64_t id;
+	int ret = 0;
+	int c;
+
+	l->job = NULL;
+	l->follow = l->err_stream = false;
+	l->node_rank = l->local_rank = l->run_id = 0;
+	cli_getopt_reset();
+	/* no '+': `muster logs 12 -f` reads as well as `muster logs -f 12` */
+	while ((c = getopt_long(argc, argv, ":hf", longopts, NULL)) != -1) {
+		if (cli_common_opt(&l->g, c, optarg))
+			continue;
+		switch (c) {
+		case 'h':
+		case CLI_OPT_HELP:
+			return 1;
+		case 'f':
+			l->follow = true;
+			break;
+		case OPT_L_NODE_RANK:
+			ret = cli_parse_int(optarg, "--node-rank", 0, 1000000, &l->node_rank, err);
+			break;
+		case OPT_L_LOCAL_RANK:
+			ret = cli_parse_int(optarg, "--local-rank", 0, 255, &l->local_rank, err);
+			break;
+		case OPT_L_STDERR:
+			l->err_stream = true;
+			break;
+		case OPT_L_RUN:
+			ret = cli_parse_int(optarg, "--run", 1, INT64_MAX, &l->run_id, err);
+			break;
+		default:
+			ret = cli_getopt_error(c, optopt, argv, optind, err);
+			break;
+		}
+		if (ret < 0)
+			return ret;
+	}
+	if (optind >= argc)
+		return mu_error_set(err, MU_EINVAL, "", "a job id is required");
+	if (optind + 1 < argc)
+		return mu_error_set(err, MU_EINVAL, "", "unexpected argument '%s'", argv[optind + 1]);
+	ret = cli_parse_job_id(argv[optind], &id, err);
+	if (ret < 0)
+		return ret;
+	l->job = argv[optind];
+	return 0;
+}

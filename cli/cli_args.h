@@ -114,4 +114,16 @@ int cli_queue_parse(int argc, char **argv, struct cli_queue *q, struct mu_error 
 	__attribute__((warn_unused_result));
 void cli_queue_release(struct cli_queue *q);
 
+/* muster logs JOB [-f] [--node-rank N] [--local-rank R] [--stderr] [--run RUN] */
+struct cli_logs {
+	struct cli_global g;
+	const char *job;      /* borrowed: the job id as given (checked) */
+	bool follow;
+	long long node_rank, local_rank, run_id; /* run_id 0 = the latest run */
+	bool err_stream;
+};
+
+int cli_logs_parse(int argc, char **argv, struct cli_logs *l, struct mu_error *err)
+	__attribute__((warn_unused_result));
+
 #endif

@@ -2,7 +2,9 @@
 
 #include <stdbool.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include <curl/curl.h>
 
@@ -217,6 +219,113 @@ out:
 		free(payload);
 	mu_free(idem);
 	mu_free(resp.data);
+	mu_free(url);
+	return ret;
+}
+
+/* ---- streamed bodies (muster logs) --------------------------------------- */
+
+struct stream_ctx {
+	CURL *curl;
+	cli_http_sink sink;
+	void *arg;
+	struct buf err_body;   /* a non-2xx answer, kept for problem() */
+	bool sink_stopped;
+	struct cli_http_header *hdrs;
+	size_t nhdrs;
+};
+
+static size_t on_stream_data(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	struct stream_ctx *s = userdata;
+	size_t n = size * nmemb;
+	long code = 0;
+
+	curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &code);
+	if (code < 200 || code > 299)
+		return on_data(ptr, size, nmemb, &s->err_body);
+	if (s->sink(s->arg, ptr, n)) {
+		s->sink_stopped = true;
+		return 0;
+	}
+	return n;
+}
+
+static size_t on_stream_header(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	struct stream_ctx *s = userdata;
+	size_t n = size * nmemb;
+
+	for (size_t i = 0; i < s->nhdrs; i++) {
+		size_t k = strlen(s->hdrs[i].name);
+
+		if (n > k + 1 && ptr[k] == ':' && !strncasecmp(ptr, s->hdrs[i].name, k)) {
+			const char *v = ptr + k + 1;
+			size_t vl = n - k - 1;
+
+			while (vl && (*v == ' ' || *v == '\t'))
+				v++, vl--;
+			while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
+				vl--;
+			snprintf(s->hdrs[i].value, sizeof(s->hdrs[i].value), "%.*s", (int)vl, v);
+		}
+	}
+	return n;
+}
+
+int cli_http_stream(struct cli_http *h, const char *path, long timeout_s, cli_http_sink sink,
+		    void *arg, struct cli_http_header *hdrs, size_t nhdrs, long *status,
+		    struct mu_error *err)
+{
+	CURL *curl = h->curl;
+	struct curl_slist *hl = NULL;
+	struct stream_ctx s = { .curl = curl, .sink = sink, .arg = arg, .hdrs = hdrs, .nhdrs = nhdrs };
+	char *url = mu_asprintf("%s%s", h->base, path);
+	json_t *doc = NULL;
+	json_error_t jerr;
+	long code = 0;
+	CURLcode rc;
+	int ret = 0;
+
+	for (size_t i = 0; i < nhdrs; i++)
+		hdrs[i].value[0] = '\0';
+	curl_easy_reset(curl);
+	curl_easy_setopt(curl, CURLOPT_URL, url);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_stream_data);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &s);
+	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_stream_header);
+	curl_easy_setopt(curl, CURLOPT_HEADERDATA, &s);
+	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT, timeout_s);
+	curl_easy_setopt(curl, CURLOPT_USERAGENT, "muster-cli/0.1");
+	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	hl = curl_slist_append(hl, "Accept: text/plain, application/problem+json");
+	if (h->auth_header)
+		hl = curl_slist_append(hl, h->auth_header);
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hl);
+	rc = curl_easy_perform(curl);
+	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
+	if (status)
+		*status = code;
+	if (rc != CURLE_OK && !(s.sink_stopped && rc == CURLE_WRITE_ERROR)) {
+		if (code >= 200 && code <= 299)
+			ret = mu_error_set(err, MU_EUNAVAIL, "", "Service unavailable: the stream from %s broke"
+					   " (the node's agent went away?): %s", h->base, curl_easy_strerror(rc));
+		else
+			ret = mu_error_set(err, MU_EUNAVAIL, "", "Service unavailable: cannot reach %s: %s",
+					   h->base, curl_easy_strerror(rc));
+		goto out;
+	}
+	if (code < 200 || code > 299) {
+		if (s.err_body.len > 0)
+			doc = json_loadb(s.err_body.data, s.err_body.len, JSON_ALLOW_NUL, &jerr);
+		ret = problem(code, doc, s.err_body.data, err);
+	}
+out:
+	json_decref(doc);
+	curl_slist_free_all(hl);
+	mu_free(s.err_body.data);
 	mu_free(url);
 	return ret;
 }

@@ -36,6 +36,27 @@ int cli_http_call(struct cli_http *h, const char *method, const char *path, json
 		  const char *idem_key, long *status, json_t **out, struct mu_error *err)
 	__attribute__((warn_unused_result));
 
+/* A response header the caller wants (name lowercase); value "" when absent. */
+struct cli_http_header {
+	const char *name;
+	char value[64];
+};
+
+/* Receives a piece of a streamed 2xx body; returns 0, or non-zero to stop. */
+typedef int (*cli_http_sink)(void *arg, const char *p, size_t n);
+
+/*
+ * GET base+path, handing each piece of a 2xx body to `sink` as it arrives
+ * (any content type: `muster logs`). An error answer is read whole and
+ * turned into MU_E* and err as cli_http_call does. `hdrs[0..nhdrs)` get the
+ * values of the headers they name. `timeout_s` 0 = none (a follow may last).
+ * A 2xx body cut short (the server ended the transfer as broken, or the
+ * connection dropped) is MU_EUNAVAIL.
+ */
+int cli_http_stream(struct cli_http *h, const char *path, long timeout_s, cli_http_sink sink,
+		    void *arg, struct cli_http_header *hdrs, size_t nhdrs, long *status,
+		    struct mu_error *err) __attribute__((warn_unused_result));
+
 /* Percent-escapes one path segment or query value; new string (mu_free). */
 char *cli_http_escape(struct cli_http *h, const char *s);
 /* The same without a client. */

@@ -11,12 +11,14 @@ int cli_exit_for(int code)
 	case 0:
 		return CLI_EXIT_OK;
 	case MU_ENOTFOUND:
+	case MU_EGONE:
 		return CLI_EXIT_NOTFOUND;
 	case MU_EUNAUTH:
 	case MU_EFORBIDDEN:
 		return CLI_EXIT_AUTH;
 	case MU_EUNAVAIL:
 	case MU_ENOTLEADER:
+	case MU_ENODEDOWN:
 		return CLI_EXIT_UNAVAIL;
 	default:
 		return CLI_EXIT_ERROR;

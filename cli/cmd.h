@@ -62,5 +62,6 @@ int cmd_usage(struct cli_global *g, int argc, char **argv);
 int cmd_fairshare(struct cli_global *g, int argc, char **argv);
 int cmd_scheduler(struct cli_global *g, int argc, char **argv);
 int cmd_whoami(struct cli_global *g, int argc, char **argv);
+int cmd_logs(struct cli_global *g, int argc, char **argv);
 
 #endif

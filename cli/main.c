@@ -52,6 +52,13 @@ static const struct command {
 	{ "show", cmd_show, "show jobs with runs and events (scontrol show job)",
 	  "usage: muster show JOB [JOB...]\n" },
 	{ "cancel", cmd_cancel, "cancel jobs (scancel)", "usage: muster cancel JOB [JOB...]\n" },
+	{ "logs", cmd_logs, "print a process's stdout or stderr from its node (-f follows)",
+	  "usage: muster logs JOB [options]\n"
+	  "  -f, --follow          keep printing new output until the process ends\n"
+	  "      --node-rank N     the node, by its rank in the run (default 0)\n"
+	  "      --local-rank R    the process on that node (default 0)\n"
+	  "      --stderr          standard error instead of standard output\n"
+	  "      --run RUN         a given run (attempt) of the job; default the latest\n" },
 	{ "explain", cmd_explain, "why a job waits and when it should start",
 	  "usage: muster explain JOB\n" },
 	{ "tenants", cmd_tenants, "manage tenants (sacctmgr account)",

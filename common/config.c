@@ -96,6 +96,8 @@ int mu_parse_duration_ms(const char *s, long long *out)
 		mul = 60 * 1000;
 	else if (!strcmp(sfx, "h"))
 		mul = 3600 * 1000;
+	else if (!strcmp(sfx, "d"))
+		mul = 24LL * 3600 * 1000;
 	else
 		return MU_EINVAL;
 	return scale(v, mul, out);

@@ -26,7 +26,7 @@ enum mu_opt_type {
 	MU_OPT_INT,      /* long long * */
 	MU_OPT_BOOL,     /* bool *: true/false/1/0/yes/no/on/off */
 	MU_OPT_SIZE,     /* long long *: bytes, with optional k/m/g suffix (KiB, MiB, GiB) */
-	MU_OPT_DURATION, /* long long *: milliseconds, with suffix ms/s/m/h (bare = seconds) */
+	MU_OPT_DURATION, /* long long *: milliseconds, with suffix ms/s/m/h/d (bare = seconds) */
 };
 
 struct mu_opt {

@@ -35,7 +35,9 @@
 	X(EINTERNAL,     -19, 500, 13, "internal",               "Internal error")         \
 	X(EIO,           -20, 500, 13, "io-error",               "I/O error")              \
 	X(EPARSE,        -21, 400,  3, "parse-error",            "Parse error")            \
-	X(ENOTLEADER,    -22, 503, 14, "not-leader",             "Not the leader")
+	X(ENOTLEADER,    -22, 503, 14, "not-leader",             "Not the leader")         \
+	X(ENODEDOWN,     -23, 503, 14, "node-not-connected",     "Node not connected")     \
+	X(EGONE,         -24, 410,  9, "gone",                   "Gone")
 
 enum mu_err {
 	MU_OK = 0,

@@ -247,6 +247,7 @@ static void agent_closed(struct gcall *c)
 		}
 	}
 	pthread_mutex_unlock(&G.mu);
+	grpc_logs_closed(c);
 	if (a) {
 		mu_info("node=%s agent stream closed", a->node);
 		gcall_unref(c); /* the list's */
@@ -384,6 +385,9 @@ static void agent_on_msg(struct gcall *c, grpc_byte_buffer *buf)
 			return;
 		}
 		on_run_status(a, m->run_status);
+		break;
+	case MUSTER__V1__AGENT_MESSAGE__MSG_LOG_CHUNK:
+		grpc_logs_on_chunk(c, m->log_chunk);
 		break;
 	case MUSTER__V1__AGENT_MESSAGE__MSG_REGISTER:
 		protobuf_c_message_free_unpacked(&m->base, NULL);
@@ -825,6 +829,22 @@ void grpc_agent_stop(void)
 	G.n_hb = G.n_hb_nodes = G.cap_hb = G.cap_hb_nodes = 0;
 	close(G.wake);
 	G.wake = -1;
+}
+
+/* For the log broker (grpc_logs.c): the newest open stream of `node`. */
+struct gcall *grpc_agent_find(const char *node)
+{
+	struct gcall *c = NULL;
+
+	pthread_mutex_lock(&G.mu);
+	for (struct agent *a = G.list; a && !c; a = a->next) {
+		if (!strcmp(a->node, node)) {
+			c = a->c;
+			gcall_ref(c);
+		}
+	}
+	pthread_mutex_unlock(&G.mu);
+	return c;
 }
 
 const struct gmethod grpc_agent_methods[] = {

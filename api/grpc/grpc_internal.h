@@ -167,6 +167,20 @@ void grpc_jobs_stop(void);
 int grpc_agent_start(void);
 void grpc_agent_stop(void);
 
+/* Logs (grpc_logs.c): the broker between log readers and agent streams.
+ * grpc_agent_find: the open Connect call of `node` (a new reference), or
+ * NULL. grpc_logs_on_chunk / grpc_logs_closed: grpc_agent.c hands over
+ * each LogChunk and each closed agent stream (CQ thread). */
+struct gcall *grpc_agent_find(const char *node);
+struct Muster__V1__LogChunk;
+void grpc_logs_on_chunk(struct gcall *agent, const struct Muster__V1__LogChunk *lc);
+void grpc_logs_closed(struct gcall *agent);
+int grpc_logs_start(void);
+/* JobService.GetLogs (its row is in grpc_jobs_methods). */
+int grpc_logs_getlogs_run(PGconn *db, struct gcall *c);
+void grpc_logs_getlogs_start(struct gcall *c);
+void grpc_logs_stop(void);
+
 /* Small helpers. */
 char *gstr(struct gcall *c, const char *s);   /* arena copy; NULL -> "" */
 

@@ -780,5 +780,7 @@ const struct gmethod grpc_jobs_methods[] = {
 	  cancel_run, NULL, 0 },
 	{ "/muster.v1.JobService/Watch", GK_SERVER_STREAM, GR_READERS,
 	  &muster__v1__watch_jobs_request__descriptor, watch_run, watch_start, 0 },
+	{ "/muster.v1.JobService/GetLogs", GK_SERVER_STREAM, GR_READERS,
+	  &muster__v1__get_logs_request__descriptor, grpc_logs_getlogs_run, grpc_logs_getlogs_start, 0 },
 	{ NULL, 0, 0, NULL, NULL, NULL, 0 },
 };

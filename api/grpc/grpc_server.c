@@ -687,6 +687,8 @@ int api_grpc_start(const struct api_grpc_config *cfg)
 	ret = grpc_jobs_start();
 	if (ret == 0)
 		ret = grpc_agent_start();
+	if (ret == 0)
+		ret = grpc_logs_start();
 	/* one call is always requested; each accepted call requests the next */
 	request_next();
 	pthread_create(&g.thread, NULL, cq_main, NULL);
@@ -719,6 +721,7 @@ void api_grpc_stop(void)
 	g.started = false;
 	atomic_store(&g.stopping, true);
 	grpc_jobs_stop();
+	grpc_logs_stop();
 	grpc_agent_stop();
 	grpc_server_shutdown_and_notify(g.server, g.cq, &g.t_shutdown);
 	grpc_server_cancel_all_calls(g.server);

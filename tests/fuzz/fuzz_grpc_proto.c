@@ -48,6 +48,8 @@ static const ProtobufCMessageDescriptor *const types[] = {
 	&muster__v1__get_tenant_quotas_request__descriptor,
 	&muster__v1__list_tokens_request__descriptor,
 	&muster__v1__get_token_request__descriptor,
+	/* 13: JobService.GetLogs (seeds logs_*) */
+	&muster__v1__get_logs_request__descriptor,
 };
 
 /* Packing what was unpacked must work (muster packs replies built from

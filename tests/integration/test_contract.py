@@ -411,6 +411,49 @@ def test_scheduler_endpoints(c):
         skip('no route yet for the scheduler endpoints (issue 4)')
 
 
+def test_job_logs(c):
+    """GET /v1/jobs/{id}/logs against a real fake-GPU agent: a run made in
+    SQL on its node (no scheduler here) is started by the agent; its stdout
+    comes back as text/plain; a node without an agent answers 503."""
+    need('getJobLogs', 'submitJob')
+    if not harness.binary('muster-agent'):
+        skip('muster-agent is not built')
+    cc = client(c)
+    token = c.make_token('agent', node='log-001')
+    c.start_process(
+        [harness.binary('muster-agent'), '--api', '127.0.0.1:%d' % c.grpc_port, '--node', 'log-001',
+         '--address', '127.0.0.1', '--state-dir', os.path.join(c.dir, 'log-agent'), '--gpu-backend',
+         'fake', '--fake-gpus', '1', '--heartbeat-interval', '300ms'],
+        env={'MUSTER_AGENT_TOKEN': token}, name='log-agent',
+        wait_for=lambda: c.sql_value("SELECT count(*) FROM nodes WHERE name = 'log-001' AND up") == '1')
+    jobs = {}
+    for node in ('log-001', 'gpu-002'):
+        st, _, b = cc('POST', '/v1/jobs', job_body(tenant='vision', gpus_per_node=0,
+                                                   command=['/bin/sh', '-c', 'echo contract']), expect=201)
+        check_eq(st, 201, b)
+        jobs[node] = b['id']
+        run = c.sql_value(
+            "UPDATE jobs SET state = 'RUNNING', started_at = now() WHERE id = $1;"
+            "INSERT INTO runs (job_id, attempt, epoch, state, nodes, gpus_per_node, time_limit, started_at) "
+            "VALUES ($1, 1, 1, 'RUNNING', 1, 0, 3600, now()) RETURNING id", b['id'])
+        c.sql("INSERT INTO run_allocations (run_id, node_id, node_rank, gpu_index) "
+              "SELECT $1, id, 0, -1 FROM nodes WHERE name = $2", run, node)
+        c.sql("NOTIFY muster_agents, '%s'" % node)
+    jid = jobs['log-001']
+    c.wait_until(lambda: c.api('GET', '/v1/jobs/%d/logs' % jid)[2] == 'contract\n', 15, 'the job printed')
+    cc('GET', '/v1/jobs/%d/logs' % jid, expect=200)
+    cc('GET', '/v1/jobs/%d/logs?stream=stderr&offset=0&limit=10&node_rank=0&local_rank=0' % jid, expect=200)
+    cc('GET', '/v1/jobs/%d/logs?stream=both' % jid, expect=400)
+    cc('GET', '/v1/jobs/%d/logs?local_rank=1' % jid, expect=400)
+    cc('GET', '/v1/jobs/%d/logs?node_rank=1' % jid, expect=400)
+    cc('GET', '/v1/jobs/%d/logs' % jid, token='', expect=401)
+    cc('GET', '/v1/jobs/%d/logs' % jid, token=token, expect=403, what='agent token')
+    cc('GET', '/v1/jobs/999999/logs', expect=404)
+    cc('GET', '/v1/jobs/%d/logs' % jobs['gpu-002'], expect=503, what='no agent for the node')
+    st, _, b = cc('POST', '/v1/jobs', job_body(tenant='vision'), expect=201)
+    cc('GET', '/v1/jobs/%d/logs' % b['id'], expect=409, what='not started')
+
+
 def test_zz_every_routed_operation_answered(c):
     cc = client(c)
     missing = []

@@ -301,6 +301,39 @@ static void submit_bad(void **state)
 	}
 }
 
+static void logs_args(void **state)
+{
+	struct cli_logs l = { 0 };
+	struct mu_error err;
+
+	(void)state;
+	assert_int_equal(cli_logs_parse(ARGC("logs", "12"), ARGV("logs", "12"), &l, &err), 0);
+	assert_string_equal(l.job, "12");
+	assert_false(l.follow);
+	assert_false(l.err_stream);
+	assert_int_equal(l.node_rank, 0);
+	assert_int_equal(l.local_rank, 0);
+	assert_int_equal(l.run_id, 0);
+	/* options after the job id too */
+	assert_int_equal(cli_logs_parse(ARGC("logs", "12", "-f", "--node-rank", "3", "--local-rank=2",
+					     "--stderr", "--run", "40"),
+					ARGV("logs", "12", "-f", "--node-rank", "3", "--local-rank=2",
+					     "--stderr", "--run", "40"), &l, &err), 0);
+	assert_true(l.follow);
+	assert_true(l.err_stream);
+	assert_int_equal(l.node_rank, 3);
+	assert_int_equal(l.local_rank, 2);
+	assert_int_equal(l.run_id, 40);
+	assert_int_equal(cli_logs_parse(ARGC("logs", "-h"), ARGV("logs", "-h"), &l, &err), 1);
+	assert_int_equal(cli_logs_parse(ARGC("logs"), ARGV("logs"), &l, &err), MU_EINVAL);
+	assert_int_equal(cli_logs_parse(ARGC("logs", "x"), ARGV("logs", "x"), &l, &err), MU_EINVAL);
+	assert_int_equal(cli_logs_parse(ARGC("logs", "1", "2"), ARGV("logs", "1", "2"), &l, &err), MU_EINVAL);
+	assert_int_equal(cli_logs_parse(ARGC("logs", "1", "--local-rank", "-1"),
+					ARGV("logs", "1", "--local-rank", "-1"), &l, &err), MU_ERANGE);
+	assert_int_equal(cli_logs_parse(ARGC("logs", "1", "--tail"), ARGV("logs", "1", "--tail"), &l, &err),
+			 MU_EINVAL);
+}
+
 static void queue_args(void **state)
 {
 	struct cli_queue q = { 0 };
@@ -484,7 +517,7 @@ int main(void)
 		cmocka_unit_test(dependency_syntax), cmocka_unit_test(labels_and_env),
 		cmocka_unit_test(time_forms),        cmocka_unit_test(states),
 		cmocka_unit_test(submit_full),       cmocka_unit_test(submit_bad),
-		cmocka_unit_test(queue_args),        cmocka_unit_test(job_ids),
+		cmocka_unit_test(queue_args), cmocka_unit_test(logs_args),        cmocka_unit_test(job_ids),
 		cmocka_unit_test(config_file),       cmocka_unit_test(output),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

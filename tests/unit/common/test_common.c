@@ -91,6 +91,10 @@ static void config_table(void **state)
 	char *unknown[] = { "prog", "--nope", NULL };
 	assert_int_equal(mu_config_parse(opts, 5, 2, unknown, "test", &err), MU_EINVAL);
 	mu_config_release(opts, 5);
+	/* days, for retentions (muster-agent --log-retention 7d) */
+	assert_int_equal(mu_parse_duration_ms("7d", &ms), 0);
+	assert_int_equal(ms, 7LL * 24 * 3600 * 1000);
+	assert_int_equal(mu_parse_duration_ms("7w", &ms), MU_EINVAL);
 }
 
 static void arena(void **state)
