@@ -25,6 +25,29 @@ void sched__add_crel(struct cyc *c, int64_t t, int node, uint64_t mask, int run)
 	c->ncrel++;
 }
 
+void sched__add_crel_n(struct cyc *c, int64_t t, const struct sched_alloc *a, size_t na, int run)
+{
+	size_t add = 0;
+	for (size_t k = 0; k < na; k++)
+		add += a[k].gpus != 0;
+	if (!add)
+		return;
+	c->crel = sched__grow(c->crel, &c->cap_crel, c->ncrel + add, sizeof(*c->crel));
+	size_t lo = 0, hi = c->ncrel;
+	while (lo < hi) { /* as add_crel() one by one: after every event at the same time, in order */
+		size_t mid = (lo + hi) / 2;
+		if (c->crel[mid].t <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	memmove(&c->crel[lo + add], &c->crel[lo], (c->ncrel - lo) * sizeof(*c->crel));
+	for (size_t k = 0; k < na; k++)
+		if (a[k].gpus)
+			c->crel[lo++] = (struct rel){ t, a[k].node, a[k].gpus, run, 0, NULL };
+	c->ncrel += add;
+}
+
 void sched__add_resv(struct cyc *c, int node, uint64_t mask, int64_t start, int64_t end)
 {
 	c->resv = sched__grow(c->resv, &c->cap_resv, c->nresv + 1, sizeof(*c->resv));
