@@ -757,9 +757,8 @@ static void commit_start(struct cyc *c, size_t ji, const struct sched_alloc *a, 
 			sched__inc_touch(c, n);
 		c->freemask[n] &= ~a[k].gpus;
 		sched__bucket_move(c, n, before, sched__pc(c->freemask[n]));
-		if (a[k].gpus)
-			sched__add_crel(c, c->now + runtime, n, a[k].gpus, -1);
 	}
+	sched__add_crel_n(c, c->now + runtime, a, na, -1);
 	tenant_add(c, j->tenant, (int64_t)na * j->gpus_per_node, 1);
 }
 

@@ -792,6 +792,11 @@ static inline bool leaf_less(const struct cand *x, const struct cand *y)
  */
 static void leaf_sort(struct cand *v, size_t n, struct cand *tmp)
 {
+	size_t run = 1;
+	while (run < n && !leaf_less(&v[run], &v[run - 1]))
+		run++;
+	if (run == n)
+		return; /* often: reserved nodes come in node order with one key */
 	if (n <= 16) {
 		for (size_t i = 1; i < n; i++) {
 			struct cand x = v[i];
@@ -979,7 +984,7 @@ size_t sched__place_flat(struct cyc *c, const struct req *q, int64_t t0, int64_t
 			}
 		}
 		nf -= i;
-		memmove(sp, sp + i, nf * sizeof(*sp)); /* what is left: keys above K */
+		sp += i; /* what is left: keys above K */
 	}
 	if ((size_t)c->cnt[row * 65 + F] == hb[F] && nf > 1)
 		leaf_sort(sp, nf, in->sc_tmp);

@@ -259,6 +259,8 @@ int sched__nodes_ge(const struct cyc *c, int model, int g);
 void sched__add_preemption(struct cyc *c, size_t ri, int64_t for_job, enum sched_preempt_reason why);
 
 void sched__add_crel(struct cyc *c, int64_t t, int node, uint64_t mask, int run);
+/* sched__add_crel() for every part of a with GPUs, in one insertion (wide gangs). */
+void sched__add_crel_n(struct cyc *c, int64_t t, const struct sched_alloc *a, size_t na, int run);
 void sched__add_resv(struct cyc *c, int node, uint64_t mask, int64_t start, int64_t end);
 size_t sched__place(struct cyc *c, const struct req *q, const uint64_t *base, int64_t t0, int64_t t1,
                     enum place_mode mode, struct sched_alloc *out);

@@ -25,6 +25,29 @@ void sched__add_crel(struct cyc *c, int64_t t, int node, uint64_t mask, int run)
 	c->ncrel++;
 }
 
+void sched__add_crel_n(struct cyc *c, int64_t t, const struct sched_alloc *a, size_t na, int run)
+{
+	size_t add = 0;
+	for (size_t k = 0; k < na; k++)
+		add += a[k].gpus != 0;
+	if (!add)
+		return;
+	c->crel = sched__grow(c->crel, &c->cap_crel, c->ncrel + add, sizeof(*c->crel));
+	size_t lo = 0, hi = c->ncrel;
+	while (lo < hi) { /* as add_crel() one by one: after every event at the same time, in order */
+		size_t mid = (lo + hi) / 2;
+		if (c->crel[mid].t <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	memmove(&c->crel[lo + add], &c->crel[lo], (c->ncrel - lo) * sizeof(*c->crel));
+	for (size_t k = 0; k < na; k++)
+		if (a[k].gpus)
+			c->crel[lo++] = (struct rel){ t, a[k].node, a[k].gpus, run, 0, NULL };
+	c->ncrel += add;
+}
+
 void sched__add_resv(struct cyc *c, int node, uint64_t mask, int64_t start, int64_t end)
 {
 	c->resv = sched__grow(c->resv, &c->cap_resv, c->nresv + 1, sizeof(*c->resv));
@@ -254,6 +277,37 @@ static struct group *tightest(struct group *g, size_t ng, size_t k, const bool *
 	return best;
 }
 
+static void pick(struct cyc *c, struct cand *v, size_t n, int level, size_t k, struct cand *out, size_t *nout);
+
+/*
+ * k candidates of v[0..n) over as few units of `level` as possible (the
+ * groups g of group_by() at that level): while no single unit holds what is
+ * left, the largest unit whole (ties: the tightest); then the tightest unit
+ * that holds the rest. Taking the largest first is what makes the count
+ * minimal. Each unit is filled by pick() one level down.
+ */
+static void spread(struct cyc *c, struct cand *v, struct group *g, size_t ng, int level, size_t k, struct cand *out,
+                   size_t *nout)
+{
+	bool *taken = sched__xcalloc(ng + 1, sizeof(bool));
+	size_t left = k;
+	while (left > 0) {
+		struct group *fit = tightest(g, ng, left, taken);
+		if (fit) {
+			pick(c, v + fit->lo, fit->n, level + 1, left, out, nout);
+			break;
+		}
+		struct group *big = NULL; /* the largest unit, whole */
+		for (size_t i = 0; i < ng; i++)
+			if (!taken[i] && (!big || g[i].n > big->n || (g[i].n == big->n && g[i].free < big->free)))
+				big = &g[i];
+		taken[big - g] = true;
+		pick(c, v + big->lo, big->n, level + 1, big->n, out, nout);
+		left -= big->n;
+	}
+	free(taken);
+}
+
 /*
  * Picks k candidates from v[0..n) (n >= k) minimising units used at each
  * level from `level` down, tightest units first; appends them to out.
@@ -271,28 +325,80 @@ static void pick(struct cyc *c, struct cand *v, size_t n, int level, size_t k, s
 	struct group *g;
 	size_t ng = group_by(c, v, n, level, &g);
 	struct group *one = tightest(g, ng, k, NULL);
-	if (one) {
+	if (one)
 		pick(c, v + one->lo, one->n, level + 1, k, out, nout);
+	else
+		spread(c, v, g, ng, level, k, out, nout);
+	free(g);
+}
+
+static int size_desc(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	return (x < y) - (x > y);
+}
+
+/* The fewest groups that together hold k (0: all of them do not). */
+static size_t min_groups(const struct group *g, size_t ng, size_t k)
+{
+	size_t *sz = sched__xmalloc((ng + 1) * sizeof(size_t));
+	for (size_t i = 0; i < ng; i++)
+		sz[i] = g[i].n;
+	qsort(sz, ng, sizeof(*sz), size_desc);
+	size_t got = 0, m = 0;
+	while (m < ng && got < k)
+		got += sz[m++];
+	free(sz);
+	return got >= k ? m : 0;
+}
+
+/*
+ * topology_preferred L (Kueue's and Slurm's meaning): inside one unit of L
+ * when one holds k (the tightest); else the fewest units of L any placement
+ * could use (m), taken inside the tightest enclosing unit that can hold k in
+ * m units of L, climbing one level at a time up to `top` (the outermost level
+ * that may be chosen from: 0, or the one below a required level); else over
+ * the whole of v. Never fails when n >= k: preferred never delays a job.
+ */
+static void pick_preferred(struct cyc *c, struct cand *v, size_t n, int top, int L, size_t k, struct cand *out,
+                           size_t *nout)
+{
+	struct group *g;
+	size_t ng = group_by(c, v, n, L, &g);
+	struct group *one = tightest(g, ng, k, NULL);
+	if (one) {
+		pick(c, v + one->lo, one->n, L + 1, k, out, nout);
 		free(g);
 		return;
 	}
-	bool *taken = sched__xcalloc(ng, sizeof(bool));
-	size_t left = k;
-	while (left > 0) {
-		struct group *fit = tightest(g, ng, left, taken);
-		if (fit) {
-			pick(c, v + fit->lo, fit->n, level + 1, left, out, nout);
-			break;
+	size_t m = min_groups(g, ng, k);
+	free(g);
+	for (int lvl = L - 1; lvl >= top; lvl--) {
+		struct group *ug;
+		size_t nu = group_by(c, v, n, lvl, &ug);
+		struct group *best = NULL;
+		for (size_t i = 0; i < nu; i++) {
+			if (ug[i].n < k || (best && (ug[i].free > best->free ||
+			                             (ug[i].free == best->free && ug[i].n >= best->n))))
+				continue;
+			struct group *sg;
+			size_t ns = group_by(c, v + ug[i].lo, ug[i].n, L, &sg);
+			if (min_groups(sg, ns, k) == m)
+				best = &ug[i];
+			free(sg);
 		}
-		struct group *big = NULL; /* the largest unit, whole */
-		for (size_t i = 0; i < ng; i++)
-			if (!taken[i] && (!big || g[i].n > big->n || (g[i].n == big->n && g[i].free < big->free)))
-				big = &g[i];
-		taken[big - g] = true;
-		pick(c, v + big->lo, big->n, level + 1, big->n, out, nout);
-		left -= big->n;
+		if (best) {
+			struct cand *seg = v + best->lo;
+			size_t ns = group_by(c, seg, best->n, L, &g);
+			spread(c, seg, g, ns, L, k, out, nout);
+			free(g);
+			free(ug);
+			return;
+		}
+		free(ug);
 	}
-	free(taken);
+	ng = group_by(c, v, n, L, &g);
+	spread(c, v, g, ng, L, k, out, nout);
 	free(g);
 }
 
@@ -323,22 +429,34 @@ static int alloc_node_cmp(const void *a, const void *b)
 }
 
 /*
- * One node: the same choice as pick() without sorting. At each level the
- * tightest unit (fewest usable GPUs, then fewest candidate nodes, then the
- * lowest id), then the tightest node: a lexicographic minimum over the
- * candidates of the per-unit sums, computed in two passes.
+ * One node: best fit at node level first (the fewest usable GPUs that still
+ * hold the request), then, among equally tight nodes, the tightest unit at
+ * each level from the outermost (fewest usable GPUs, then fewest candidate
+ * nodes, then the lowest id), so small jobs fill partly used units and whole
+ * nodes and racks stay free for gangs; then the time key and the node id.
+ * The unit sums are computed in one pass, the minimum in a second.
  */
 static size_t place_one(struct cyc *c, const struct req *q, struct cand *e, size_t ne, struct sched_alloc *out)
 {
 	int nl = c->s->settings.nlevels;
+	int fmin = e[0].free;
+	for (size_t i = 1; i < ne; i++)
+		if (e[i].free < fmin)
+			fmin = e[i].free;
 	for (size_t i = 0; i < ne; i++)
 		for (int l = 0; l < nl; l++) {
 			int u = c->unit[l][e[i].node];
 			c->agg_free[l][u] += e[i].free;
 			c->agg_cnt[l][u]++;
 		}
-	size_t best = 0;
-	for (size_t i = 1; i < ne; i++) {
+	size_t best = SIZE_MAX;
+	for (size_t i = 0; i < ne; i++) {
+		if (e[i].free != fmin)
+			continue;
+		if (best == SIZE_MAX) {
+			best = i;
+			continue;
+		}
 		int d = 0;
 		for (int l = 0; l < nl && d == 0; l++) {
 			int a = c->unit[l][e[i].node], b = c->unit[l][e[best].node];
@@ -436,7 +554,10 @@ size_t sched__place(struct cyc *c, const struct req *q, const uint64_t *base, in
 	}
 	struct cand *chosen = sched__xmalloc((want + 1) * sizeof(*chosen));
 	size_t nc = 0;
-	pick(c, seg, nseg, level, want, chosen, &nc);
+	if (q->preferred >= level && q->preferred < c->s->settings.nlevels)
+		pick_preferred(c, seg, nseg, level, q->preferred, want, chosen, &nc);
+	else
+		pick(c, seg, nseg, level, want, chosen, &nc);
 	qsort(chosen, nc, sizeof(*chosen), alloc_node_cmp);
 	for (size_t i = 0; i < nc; i++)
 		out[i] = (struct sched_alloc){ chosen[i].node, sched__take_bits(chosen[i].pref, chosen[i].mask, q->g) };

@@ -7,3 +7,8 @@ foreach(f IN LISTS MU_SCHED_SCENARIOS)
   get_filename_component(n ${f} NAME_WE)
   add_test(NAME unit.sched.scenario.${n} COMMAND sched_scenario ${f})
 endforeach()
+# Random-cluster properties of the topology rules (required, preferred, best
+# fit), start-now and reservation paths.
+add_executable(sched_topo_prop ${CMAKE_CURRENT_LIST_DIR}/sched/topo_prop.c)
+target_link_libraries(sched_topo_prop muster_sched)
+add_test(NAME unit.sched.topo_prop COMMAND sched_topo_prop 20000 12345)

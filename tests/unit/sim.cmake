@@ -21,3 +21,11 @@ set_tests_properties(unit.sim.random_invariants PROPERTIES TIMEOUT 300)
 add_test(NAME unit.sim.incremental
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/sim/test_incremental.py $<TARGET_FILE:muster-sim> jobs=400)
 set_tests_properties(unit.sim.incremental PROPERTIES TIMEOUT 300)
+add_test(NAME unit.sim.flat_vs_topology
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/sim/test_flat_vs_topology.py
+                 $<TARGET_FILE:muster-sim> 1 2 jobs=250)
+set_tests_properties(unit.sim.flat_vs_topology PROPERTIES TIMEOUT 300)
+add_test(NAME unit.sim.easy_ref_same
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/sim/test_easy_ref.py
+                 $<TARGET_FILE:muster-sim> ${CMAKE_SOURCE_DIR} ${MUSTER_SHARED_DIR})
+set_tests_properties(unit.sim.easy_ref_same PROPERTIES TIMEOUT 120)

@@ -1,0 +1,40 @@
+#!/usr/bin/env python3
+"""muster-sim --policy easy gives the same schedule, start time by start time,
+as the plain-Python EASY reference bench/sched/easy_ref.py (first fit on node
+counts) on small generated wide-gang traces (bench/sched/gen_wide_trace.py: a
+quarter of the jobs 1,024 nodes or, on small pools, a third of the pool up to
+the whole pool) on 1-GPU and 8-GPU nodes, and on KTH-SP2 when the shared
+directory has it. The long version with timings is bench/sched/run_wide.sh.
+usage: test_easy_ref.py MUSTER_SIM REPO_ROOT [SHARED_DIR]"""
+import os, subprocess, sys, tempfile
+
+SIM, ROOT = sys.argv[1], sys.argv[2]
+SHARED = sys.argv[3] if len(sys.argv) > 3 else None
+H = os.path.join(ROOT, 'bench', 'sched')
+cases = [(1500, 3000, 1, 1), (1500, 600, 8, 2), (800, 20000, 1, 3)]
+failures = 0
+with tempfile.TemporaryDirectory() as d:
+    runs = []
+    for jobs, nodes, gpn, seed in cases:
+        t = os.path.join(d, f'w{nodes}x{gpn}.swf')
+        with open(t, 'w') as f:
+            subprocess.run([sys.executable, os.path.join(H, 'gen_wide_trace.py'), str(jobs), str(nodes), str(gpn),
+                            str(seed)], check=True, stdout=f)
+        size = ['--gpus', str(nodes)] if gpn == 1 else ['--nodes', str(nodes), '--gpus-per-node', str(gpn)]
+        runs.append((f'{jobs} jobs on {nodes} x {gpn}', t, nodes, gpn, size))
+    kth = os.path.join(SHARED, 'traces', 'kth-sp2', 'input.swf.gz') if SHARED else ''
+    if kth and os.path.exists(kth):
+        runs.append(('KTH-SP2', kth, 100, 1, []))
+    for name, t, nodes, gpn, size in runs:
+        ref, sched = os.path.join(d, 'ref.txt'), os.path.join(d, 'sim.swf')
+        subprocess.run([sys.executable, os.path.join(H, 'easy_ref.py'), t, str(nodes), str(gpn), '--out', ref],
+                       check=True, capture_output=True)
+        subprocess.run([SIM, '--swf', t, '--policy', 'easy', '--quiet', '--schedule-out', sched] + size,
+                       check=True, capture_output=True)
+        r = subprocess.run([sys.executable, os.path.join(H, 'same_starts.py'), sched, ref], capture_output=True,
+                           text=True)
+        print(f'{name}: {r.stdout.strip()}')
+        if r.returncode:
+            failures += 1
+print('ok' if not failures else f'{failures} failure(s)')
+sys.exit(1 if failures else 0)
