@@ -69,6 +69,8 @@ json_t *grpc_codec_spec_json(const Muster__V1__JobSpec *s, struct mu_error *err)
 	json_object_set_new(o, "gpus_per_node", json_integer(s->gpus_per_node));
 	STR("gpu_model", s->gpu_model);
 	INT("procs_per_node", s->procs_per_node);
+	INT("mem_per_node", s->mem_per_node);
+	INT("cpus_per_node", s->cpus_per_node);
 	if (ret == 0 && ((s->topology_required && s->topology_required[0]) ||
 			 (s->topology_preferred && s->topology_preferred[0]))) {
 		json_t *t = json_object();

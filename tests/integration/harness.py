@@ -227,6 +227,8 @@ class Cluster:
         self._logs = {}
         self._watchdog = None
         self._failed = False
+        self._cgroup_root = None
+        self._users = []
 
     # -- lifecycle ---------------------------------------------------------
     def __enter__(self):
@@ -290,6 +292,10 @@ class Cluster:
     def _cleanup(self):
         for p, _ in reversed(self._procs):
             self._reap(p, signal.SIGTERM, 5)
+        if self._cgroup_root:
+            remove_cgroup_tree(self._cgroup_root)
+        for u in reversed(self._users):
+            del_user(u)
         if self._failed or os.environ.get("MUSTER_HARNESS_VERBOSE") == "1":
             self.print_logs()
         if self.dir and getattr(self, "devdb", None):
@@ -528,6 +534,49 @@ class Cluster:
                 return status, hdrs, text
         return status, hdrs, text
 
+    def cgroup_root(self):
+        """This cluster's agents' --cgroup-root (relative, unique per Cluster):
+        every run's cgroup lands below it; at exit whatever is still running
+        there is killed and the tree removed."""
+        if not self._cgroup_root:
+            self._cgroup_root = "muster-test-%d-%s" % (os.getpid(), secrets.token_hex(3))
+        return self._cgroup_root
+
+    def agent_flags(self, identity=False):
+        """Flags for a muster-agent of this cluster: its own cgroup root and,
+        unless the test is about identity, every job as the agent's account
+        (root in CI) so tests can submit as any `user`."""
+        f = ["--cgroup-root", self.cgroup_root()]
+        if not identity:
+            f += ["--single-user", "--allow-root-jobs"]
+        return f
+
+    def make_user(self, prefix="mu", groups=None):
+        """A real Unix account (useradd, uid >= 1000, a home directory) with a
+        unique name, removed (userdel -r) at exit. Returns its passwd entry.
+        Skips the test when not root."""
+        if os.geteuid() != 0:
+            skip("making Unix accounts needs root")
+        name = "%s%d%s" % (prefix, os.getpid() % 100000, secrets.token_hex(2))
+        args = ["useradd", "-m", "-K", "UID_MIN=1000", "-s", "/bin/sh", "-U"]
+        if groups:
+            args += ["-G", ",".join(groups)]
+        r = subprocess.run(args + [name], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError("useradd %s: %s" % (name, r.stderr))
+        self._users.append(name)
+        import pwd
+        return pwd.getpwnam(name)
+
+    def make_group(self, prefix="mg"):
+        """A real Unix group, removed at exit. Returns its name."""
+        name = "%s%d%s" % (prefix, os.getpid() % 100000, secrets.token_hex(2))
+        r = subprocess.run(["groupadd", name], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError("groupadd %s: %s" % (name, r.stderr))
+        self._users.append("group:" + name)
+        return name
+
     def make_tenant(self, name, parent="root", **fields):
         body = {"name": name, "parent": parent}
         body.update(fields)
@@ -547,6 +596,62 @@ class Cluster:
         if st != 201:
             raise RuntimeError("POST /v1/tokens: %s %s" % (st, b))
         return b["token"]
+
+
+CGROUP_MOUNT = "/sys/fs/cgroup"
+
+
+def _cgroup_hierarchies():
+    """Every mounted cgroup hierarchy's root: /sys/fs/cgroup itself when it
+    is cgroup2, else its subdirectories (v1 controllers, unified)."""
+    if os.path.exists(os.path.join(CGROUP_MOUNT, "cgroup.controllers")):
+        return [CGROUP_MOUNT]
+    try:
+        return [os.path.join(CGROUP_MOUNT, d) for d in sorted(os.listdir(CGROUP_MOUNT))
+                if os.path.exists(os.path.join(CGROUP_MOUNT, d, "cgroup.procs"))]
+    except OSError:
+        return []
+
+
+def remove_cgroup_tree(rel):
+    """Kills every process under <hierarchy>/<rel> and removes the cgroups."""
+    for h in _cgroup_hierarchies():
+        top = os.path.join(h, rel)
+        if not os.path.isdir(top):
+            continue
+        for _ in range(50):
+            left = False
+            for root, dirs, files in os.walk(top, topdown=False):
+                kill = os.path.join(root, "cgroup.kill")
+                try:
+                    if os.path.exists(kill):
+                        with open(kill, "w") as f:
+                            f.write("1")
+                    else:
+                        for pid in open(os.path.join(root, "cgroup.procs")).read().split():
+                            try:
+                                os.kill(int(pid), signal.SIGKILL)
+                            except OSError:
+                                pass
+                except OSError:
+                    pass
+                try:
+                    os.rmdir(root)
+                except OSError:
+                    left = True
+            if not left:
+                break
+            time.sleep(0.1)
+
+
+def del_user(name):
+    if name.startswith("group:"):
+        subprocess.run(["groupdel", name[6:]], capture_output=True)
+        return
+    for _ in range(3):
+        if subprocess.run(["userdel", "-r", "-f", name], capture_output=True).returncode in (0, 6):
+            break
+        time.sleep(0.2)
 
 
 def main(**cluster_kwargs):

@@ -22,12 +22,22 @@
 #include "alloc.h"
 
 static char tmpdir[256];
+static struct ag_node node; /* runs as the test's own account, no cgroups */
+
+static void node_init(struct ag_node *n, const char *dir)
+{
+	memset(n, 0, sizeof(*n));
+	n->state_dir = dir;
+	n->name = "test-node";
+	assert_int_equal(ag_runas_policy_init(&n->runas, 1000, true, true), 0);
+}
 
 static int setup_dir(void **state)
 {
 	(void)state;
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/mu-agent-test.XXXXXX");
 	assert_non_null(mkdtemp(tmpdir));
+	node_init(&node, tmpdir);
 	return 0;
 }
 
@@ -62,7 +72,7 @@ static void make_spec(struct ag_spec *s, int64_t run_id, char **argv, int ppn)
 	s->job_name = mu_strdup("t");
 	s->argv = argv;
 	s->env = strv("JOBVAR=hello", "RANK=999", NULL);
-	s->workdir = mu_strdup("");
+	s->workdir = mu_strdup("/tmp");
 	s->procs_per_node = ppn;
 	s->gpus_per_node = 4;
 	s->node_rank = 1;
@@ -102,7 +112,7 @@ static void launch_env_contract(void **state)
 	make_spec(&s, 12345, strv("true", NULL, NULL), 4);
 	char *base[] = { "PATH=/usr/bin:/bin", "MUSTER_AGENT_TOKEN=secret", "MUSTER_URL=x",
 			 "HOME=/root", NULL };
-	char **env = ag_launch_env(&s, 2, "/tmp/hf", base);
+	char **env = ag_launch_env(&s, 2, "/tmp/hf", base, NULL);
 	assert_string_equal(env_get(env, "PATH"), "/usr/bin:/bin");
 	assert_null(env_get(env, "MUSTER_AGENT_TOKEN")); /* the token never leaks */
 	assert_null(env_get(env, "MUSTER_URL"));
@@ -132,7 +142,7 @@ static void launch_env_contract(void **state)
 	mu_free(s.master_addr);
 	s.master_addr = mu_strdup("10.9.9.9");
 	s.master_port = 29500;
-	env = ag_launch_env(&s, 0, NULL, NULL);
+	env = ag_launch_env(&s, 0, NULL, NULL, NULL);
 	assert_string_equal(env_get(env, "MASTER_ADDR"), "10.9.9.9");
 	assert_string_equal(env_get(env, "MASTER_PORT"), "29500");
 	assert_string_equal(env_get(env, "RANK"), "4");
@@ -225,7 +235,10 @@ static void real_children_env_and_exit(void **state)
 					"ls /proc/self/fd > fds.$LOCAL_RANK; "
 					"[ $LOCAL_RANK = 1 ] && exit 3; exit 0"),
 		  2);
-	assert_int_equal(ag_run_start(&r, &s, tmpdir), 0);
+	mu_free(s.workdir);
+	s.workdir = mu_malloc(400);
+	snprintf(s.workdir, 400, "%s/runs/501", tmpdir);
+	assert_int_equal(ag_run_start(&r, &s, &node), 0);
 	assert_true(r.pgid > 0);
 	assert_int_equal(getpgid(r.pids[1]), r.pgid); /* one group for the run */
 	assert_int_not_equal(r.pgid, getpgrp());
@@ -267,7 +280,7 @@ static void real_children_env_and_exit(void **state)
 	ag_spec_free(&s);
 	/* a command that cannot be executed: exit 127 */
 	make_spec(&s, 502, strv("/nonexistent/prog", NULL, NULL), 1);
-	assert_int_equal(ag_run_start(&r, &s, tmpdir), 0);
+	assert_int_equal(ag_run_start(&r, &s, &node), 0);
 	wait_done(&r, 10);
 	assert_int_equal(r.exit_code, 127);
 	ag_spec_free(&s);
@@ -280,7 +293,7 @@ static void stop_term_grace_kill(void **state)
 	struct ag_run r;
 	/* TERM ends it within the grace */
 	make_spec(&s, 601, strv("/bin/sleep", "30", NULL), 2);
-	assert_int_equal(ag_run_start(&r, &s, tmpdir), 0);
+	assert_int_equal(ag_run_start(&r, &s, &node), 0);
 	usleep(100000);
 	double t0 = ag_now();
 	ag_run_stop(&r, 8, "cancel");
@@ -290,7 +303,7 @@ static void stop_term_grace_kill(void **state)
 	ag_spec_free(&s);
 	/* TERM ignored: KILL after the grace */
 	make_spec(&s, 602, strv("/bin/sh", "-c", "trap '' TERM; sleep 30 & wait; sleep 30"), 1);
-	assert_int_equal(ag_run_start(&r, &s, tmpdir), 0);
+	assert_int_equal(ag_run_start(&r, &s, &node), 0);
 	usleep(200000);
 	t0 = ag_now();
 	ag_run_stop(&r, 1, "preempt");
@@ -303,7 +316,7 @@ static void stop_term_grace_kill(void **state)
 	/* the time-limit backstop */
 	make_spec(&s, 603, strv("/bin/sleep", "30", NULL), 1);
 	s.time_limit_s = 1;
-	assert_int_equal(ag_run_start(&r, &s, tmpdir), 0);
+	assert_int_equal(ag_run_start(&r, &s, &node), 0);
 	wait_done(&r, 10);
 	assert_int_equal(r.exit_signal, SIGTERM);
 	assert_string_equal(r.message, "time limit reached");
@@ -452,14 +465,16 @@ static void state_file_restart(void **state)
 	char sd[300];
 	snprintf(sd, sizeof(sd), "%s/restart", tmpdir);
 	mkdir(sd, 0755);
+	struct ag_node snode;
+	node_init(&snode, sd);
 	make_spec(&s, 701, strv("/bin/sleep", "30", NULL), 2);
-	assert_int_equal(ag_run_start(&runs[0], &s, sd), 0);
+	assert_int_equal(ag_run_start(&runs[0], &s, &snode), 0);
 	ag_spec_free(&s);
 	make_spec(&s, 702, strv("/bin/sh", "-c", "exit 5"), 1);
-	assert_int_equal(ag_run_start(&runs[1], &s, sd), 0);
+	assert_int_equal(ag_run_start(&runs[1], &s, &snode), 0);
 	ag_spec_free(&s);
 	make_spec(&s, 703, strv("/bin/sleep", "30", NULL), 1);
-	assert_int_equal(ag_run_start(&runs[2], &s, sd), 0);
+	assert_int_equal(ag_run_start(&runs[2], &s, &snode), 0);
 	ag_spec_free(&s);
 	usleep(300000); /* 702 ends while "the agent is down" (not polled) */
 	pid_t pg701 = runs[0].pgid, pg703 = runs[2].pgid;
@@ -470,7 +485,7 @@ static void state_file_restart(void **state)
 	/* the "new agent" */
 	struct ag_run *back = NULL;
 	int n = 0;
-	assert_int_equal(ag_state_load(sd, &back, &n), 0);
+	assert_int_equal(ag_state_load(sd, &snode.cg, &back, &n), 0);
 	assert_int_equal(n, 3);
 	assert_int_equal(back[0].run_id, 701);
 	assert_int_equal(back[0].state, AG_RUN_LIVE);
@@ -508,7 +523,7 @@ static void state_file_restart(void **state)
 	mu_free(back);
 	/* no state file: nothing */
 	snprintf(sd, sizeof(sd), "%s/none", tmpdir);
-	assert_int_equal(ag_state_load(sd, &back, &n), 0);
+	assert_int_equal(ag_state_load(sd, &snode.cg, &back, &n), 0);
 	assert_int_equal(n, 0);
 }
 
