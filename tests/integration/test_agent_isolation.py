@@ -1,0 +1,317 @@
+#!/usr/bin/python3
+"""Node runtime isolation, end to end: a root muster-agent (fake GPUs with
+fake device nodes made by mknod, real cgroups) with real muster-api and
+muster-scheduler, and real Unix accounts made here with useradd (removed
+at the end).
+
+- A job runs as its user's account: uid, gid, supplementary groups, HOME,
+  USER, LOGNAME, SHELL, the home as default workdir; it cannot become root
+  again. Its logs are its own (0600) in a run directory it cannot write;
+  the exit files are the agent's.
+- Another user's job cannot read the first one's /proc/<pid>/environ or
+  logs, nor its keeper's or the agent's environ, nor signal it.
+- Cancel kills a double-forked setsid child (it was in the run's cgroup).
+- mem_per_node: the run's cgroup limit; an overrun ends FAILED, `oom`.
+  cpus_per_node: the cgroup's CPU quota.
+- A GPU not granted cannot be opened (EPERM from the device cgroup); the
+  granted one gets past the cgroup to the missing driver (ENXIO).
+- bad_user for a missing account, root, a uid below --min-uid; bad_workdir
+  for a workdir the user cannot enter; a relative workdir is a 400.
+Needs root (accounts, cgroups, mknod): skipped otherwise."""
+import json
+import os
+import pwd
+import signal
+import stat
+import time
+
+import harness
+from harness import check, check_eq
+
+S = {}
+NODE = "iso-n1"
+PY = "/usr/bin/python3"
+
+# Tries what a hostile job would, prints one JSON line of outcomes.
+PROBE = r"""
+import errno, json, os, signal, sys
+def attempt(fn):
+    try:
+        fn()
+        return "ok"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+t = int(os.environ["TARGET_PID"])
+run_dir = os.path.dirname(os.environ["MUSTER_HOSTFILE"])  # this job's own run directory
+out = {
+    "environ": attempt(lambda: open("/proc/%d/environ" % t).read()),
+    "log": attempt(lambda: open(os.environ["TARGET_LOG"]).read()),
+    "keeper_environ": attempt(lambda: open("/proc/%d/environ" % os.getppid()).read()),
+    "agent_environ": attempt(lambda: open("/proc/%s/environ" % os.environ["AGENT_PID"]).read()),
+    "kill": attempt(lambda: os.kill(t, signal.SIGTERM)),
+    "setuid0": attempt(lambda: os.setuid(0)),
+    "exit_file": attempt(lambda: open(os.path.join(run_dir, "exit.0"), "w")),
+    "run_dir_write": attempt(lambda: open(os.path.join(run_dir, "forged"), "w")),
+}
+print(json.dumps(out), flush=True)
+"""
+
+WHOAMI = ("import os, json; print(json.dumps({'uid': os.getuid(), 'euid': os.geteuid(),"
+          " 'gid': os.getgid(), 'groups': sorted(os.getgroups()), 'cwd': os.getcwd(),"
+          " 'env': {k: os.environ.get(k) for k in ('HOME', 'USER', 'LOGNAME', 'SHELL')}}))")
+
+GPU_PROBE = r"""
+import errno, json, os
+d = os.environ["DEV_DIR"]
+res = {}
+for i in range(4):
+    try:
+        os.close(os.open("%s/nvidia%d" % (d, i), os.O_RDWR))
+        res[i] = "ok"
+    except OSError as e:
+        res[i] = errno.errorcode.get(e.errno, str(e.errno))
+print(json.dumps({"visible": os.environ["CUDA_VISIBLE_DEVICES"], "open": res}), flush=True)
+"""
+
+
+def setup(c):
+    if S:
+        return S
+    if os.geteuid() != 0:
+        harness.skip("needs root: Unix accounts, cgroups, mknod")
+    harness.require_binary("muster-agent")
+    harness.require_binary("muster-scheduler")
+    c.start_api()
+    S["cgroot"] = c.cgroup_root()
+    grp = c.make_group()
+    S["alice"] = c.make_user("mua", groups=[grp])
+    S["bob"] = c.make_user("mub")
+    S["group"] = grp
+    for t in ("iso-a", "iso-b"):
+        c.make_tenant(t)
+        c.sql("INSERT INTO quotas (tenant_id, max_gpus) SELECT id, 99 FROM tenants WHERE name = $1", t)
+    S["tok_a"] = c.make_token("tenant", tenant="iso-a", user=S["alice"].pw_name)
+    S["tok_b"] = c.make_token("tenant", tenant="iso-b", user=S["bob"].pw_name)
+    S["dev"] = os.path.join(c.dir, "dev")
+    os.makedirs(S["dev"])
+    for i in range(4):
+        p = os.path.join(S["dev"], "nvidia%d" % i)
+        os.mknod(p, 0o666 | stat.S_IFCHR, os.makedev(195, i))
+        os.chmod(p, 0o666)
+    c.start_process(["muster-scheduler", "--db", c.db_url], name="scheduler")
+    S["state"] = os.path.join(c.dir, "agent-" + NODE)
+    S["agent"] = c.start_process(
+        [harness.binary("muster-agent"), "--api", "127.0.0.1:%d" % c.grpc_port, "--node", NODE,
+         "--address", "127.0.0.1", "--state-dir", S["state"], "--gpu-backend", "fake",
+         "--fake-gpus", "4", "--gpu-dev-dir", S["dev"], "--heartbeat-interval", "300ms",
+         "--cgroups", "on", "--log-level", "debug"] + c.agent_flags(identity=True),
+        env={"MUSTER_AGENT_TOKEN": c.make_token("agent", node=NODE)}, name="agent",
+        wait_for=lambda: c.sql_value("SELECT count(*) FROM nodes WHERE name = $1 AND up", NODE) == "1")
+    return S
+
+
+def submit(c, token, command, expect=201, **extra):
+    body = {"name": "iso", "nodes": 1, "gpus_per_node": 1, "time_limit": "5:00",
+            "command": command}
+    body.update(extra)
+    st, _, b = c.api("POST", "/v1/jobs", body, token=token)
+    check_eq(st, expect, "submit: %s" % b)
+    return b.get("id") if expect == 201 else b
+
+
+def job(c, jid):
+    st, _, b = c.api("GET", "/v1/jobs/%s" % jid)
+    check_eq(st, 200, b)
+    return b
+
+
+def wait_end(c, jid, timeout=30):
+    return c.wait_until(lambda: (lambda j: j if j["state"] in ("COMPLETED", "FAILED", "CANCELLED",
+                                                                "TIMEOUT") else None)(job(c, jid)),
+                        timeout, "job %s ends" % jid)
+
+
+def run_of(c, jid):
+    return c.sql_value("SELECT max(id) FROM runs WHERE job_id = $1", str(jid))
+
+
+def run_dir(run):
+    return os.path.join(S["state"], "runs", str(run))
+
+
+def out_of(run, n=0, stream="out"):
+    try:
+        with open(os.path.join(run_dir(run), "proc%d.%s" % (n, stream))) as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
+
+
+def wait_out(c, run, what="output"):
+    return c.wait_until(lambda: out_of(run).strip(), 20, "%s of run %s" % (what, run))
+
+
+def cgroup_dir(ctrl, run):
+    return os.path.join(harness.CGROUP_MOUNT, ctrl, c_root(), NODE, "run-%s" % run)
+
+
+def c_root():
+    return S["cgroot"]
+
+
+def test_runs_as_the_users_account(c):
+    s = setup(c)
+    a = s["alice"]
+    jid = submit(c, s["tok_a"], [PY, "-c", WHOAMI])
+    j = wait_end(c, jid)
+    run = run_of(c, jid)
+    check_eq(j["state"], "COMPLETED", j, out_of(run, 0, "err"))
+    who = json.loads(out_of(run))
+    check_eq(who["uid"], a.pw_uid, "uid")
+    check_eq(who["euid"], a.pw_uid, "euid")
+    check_eq(who["gid"], a.pw_gid, "gid")
+    import grp as grpmod
+    extra = grpmod.getgrnam(s["group"]).gr_gid
+    check_eq(who["groups"], sorted({a.pw_gid, extra}), "supplementary groups from initgroups")
+    check_eq(who["cwd"], a.pw_dir, "the default workdir is the home")
+    check_eq(who["env"], {"HOME": a.pw_dir, "USER": a.pw_name, "LOGNAME": a.pw_name,
+                          "SHELL": a.pw_shell}, "account environment")
+    d = run_dir(run)
+    ds = os.stat(d)
+    check_eq((ds.st_uid, ds.st_gid, stat.S_IMODE(ds.st_mode)), (0, a.pw_gid, 0o750),
+             "run dir: the agent's, readable by the user's group only")
+    for f in ("proc0.out", "proc0.err"):
+        fs = os.stat(os.path.join(d, f))
+        check_eq((fs.st_uid, stat.S_IMODE(fs.st_mode)), (a.pw_uid, 0o600), f)
+    for f in ("exit.0", "hostfile"):
+        fs = os.stat(os.path.join(d, f))
+        check_eq((fs.st_uid, stat.S_IMODE(fs.st_mode)), (0, 0o644), f)
+    check(not os.path.exists(cgroup_dir("memory", run)) and not os.path.exists(
+        cgroup_dir("unified", run)), "the run's cgroup is removed when it ends")
+
+
+def test_other_users_job_is_out_of_reach(c):
+    s = setup(c)
+    secret = "b0b-" + os.urandom(6).hex()
+    bj = submit(c, s["tok_b"], ["/bin/sh", "-c", "echo $$; exec sleep 300"], env={"SECRET": secret})
+    brun = c.wait_until(lambda: run_of(c, bj), 20, "bob's run")
+    bpid = int(wait_out(c, brun, "bob's pid").split()[0])
+    check(secret in open("/proc/%d/environ" % bpid).read(), "bob's process has the secret (root sees it)")
+    check_eq(os.stat("/proc/%d" % bpid).st_uid, s["bob"].pw_uid, "bob's process runs as bob")
+    aj = submit(c, s["tok_a"], [PY, "-c", PROBE], env={
+        "TARGET_PID": str(bpid), "TARGET_LOG": os.path.join(run_dir(brun), "proc0.out"),
+        "AGENT_PID": str(s["agent"].pid)})
+    j = wait_end(c, aj)
+    arun = run_of(c, aj)
+    check_eq(j["state"], "COMPLETED", j, out_of(arun, 0, "err"))
+    got = json.loads(out_of(arun))
+    check_eq(got["environ"], "EACCES", "another user's /proc/<pid>/environ", got)
+    check_eq(got["log"], "EACCES", "another user's log", got)
+    check_eq(got["keeper_environ"], "EACCES", "its keeper's (root) environ", got)
+    check_eq(got["agent_environ"], "EACCES", "the agent's environ", got)
+    check_eq(got["kill"], "EPERM", "signal another user's job", got)
+    check_eq(got["setuid0"], "EPERM", "become root again", got)
+    check(got["exit_file"] in ("EACCES", "ENOENT"), "forge an exit file", got)
+    check(got["run_dir_write"] in ("EACCES", "ENOENT"), "write in the run dir", got)
+    check(os.path.exists("/proc/%d" % bpid), "bob's job survived")
+    st, _, b = c.api("POST", "/v1/jobs/%s/cancel" % bj, token=s["tok_b"])
+    check(st in (200, 202), "cancel", st, b)
+    wait_end(c, bj)
+
+
+def test_cancel_kills_a_double_forked_setsid_child(c):
+    s = setup(c)
+    # the setsid'd shell prints its background sleep's pid and exits: the
+    # sleep is in another session and process group, orphaned
+    jid = submit(c, s["tok_a"], ["/bin/sh", "-c",
+                                 "setsid /bin/sh -c 'sleep 600 & echo $!' & wait; exec sleep 600"])
+    run = c.wait_until(lambda: run_of(c, jid), 20, "run")
+    gpid = int(wait_out(c, run, "grandchild pid").split()[0])
+    check(os.getsid(gpid) != os.getsid(s["agent"].pid) and os.getpgid(gpid) == os.getsid(gpid),
+          "the grandchild left the run's session and group")
+    cg = open("/proc/%d/cgroup" % gpid).read()
+    check("/%s/%s/run-%s" % (c_root(), NODE, run) in cg, "the grandchild is in the run's cgroup", cg)
+    c.wait_until(lambda: job(c, jid)["state"] == "RUNNING", 20, "RUNNING")
+    st, _, b = c.api("POST", "/v1/jobs/%s/cancel" % jid, token=s["tok_a"])
+    check(st in (200, 202), "cancel", st, b)
+    j = wait_end(c, jid, 60)
+    check_eq(j["state"], "CANCELLED", j)
+
+    def gone():
+        try:
+            with open("/proc/%d/stat" % gpid) as f:
+                return f.read().split(") ")[1].split()[0] == "Z"
+        except FileNotFoundError:
+            return True
+    c.wait_until(gone, 15, "the setsid grandchild %d killed" % gpid)
+
+
+def test_mem_per_node_overrun_is_oom(c):
+    s = setup(c)
+    jid = submit(c, s["tok_a"], [PY, "-c", "b = bytearray(400 << 20); print(len(b))"],
+                 mem_per_node="64M")
+    check_eq(job(c, jid)["mem_per_node"], 64 << 20, "mem_per_node in bytes")
+    j = wait_end(c, jid, 60)
+    check_eq((j["state"], j["end_reason"]), ("FAILED", "oom"), j)
+    run = run_of(c, jid)
+    ev = c.sql("SELECT kind, reason, data->>'end_reason' FROM events WHERE run_id = $1"
+               " ORDER BY id", run)
+    check(any(e[2] == "oom" for e in ev), "the node's event says oom", ev)
+    # a job within its limit completes; the limit is on the run's cgroup
+    jid = submit(c, s["tok_a"], ["/bin/sh", "-c",
+                                 "cat /proc/self/cgroup; sleep 1"], mem_per_node=96 << 20,
+                 cpus_per_node=2)
+    run = c.wait_until(lambda: run_of(c, jid), 20, "run")
+    lim = c.wait_until(lambda: _read(os.path.join(cgroup_dir("memory", run),
+                                                  "memory.limit_in_bytes")), 10, "memory cgroup")
+    check_eq(int(lim), 96 << 20, "memory.limit_in_bytes")
+    quota = _read(os.path.join(cgroup_dir("cpu", run), "cpu.cfs_quota_us"))
+    check_eq(quota and int(quota), 200000, "cpu.cfs_quota_us for 2 CPUs")
+    check_eq(wait_end(c, jid)["state"], "COMPLETED")
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def test_gpus_not_granted_cannot_be_opened(c):
+    s = setup(c)
+    jid = submit(c, s["tok_a"], [PY, "-c", GPU_PROBE], env={"DEV_DIR": s["dev"]}, gpus_per_node=1)
+    j = wait_end(c, jid)
+    run = run_of(c, jid)
+    check_eq(j["state"], "COMPLETED", j, out_of(run, 0, "err"))
+    got = json.loads(out_of(run))
+    mine = int(got["visible"])
+    for i in range(4):
+        want = "ENXIO" if i == mine else "EPERM"
+        check_eq(got["open"][str(i)], want, "open /dev/nvidia%d (granted %d)" % (i, mine), got)
+
+
+def test_bad_user_and_bad_workdir(c):
+    s = setup(c)
+    low = next(p for p in pwd.getpwall() if 0 < p.pw_uid < 1000)
+    for user, why in (("nosuch" + os.urandom(3).hex(), "no Unix account"), ("root", "is root"),
+                      (low.pw_name, "below --min-uid")):
+        st, _, b = c.api("POST", "/v1/jobs", {"tenant": "iso-a", "user": user, "nodes": 1,
+                                              "gpus_per_node": 1, "command": ["/bin/true"]})
+        check_eq(st, 201, b)
+        j = wait_end(c, b["id"])
+        check_eq((j["state"], j["end_reason"]), ("FAILED", "bad_user"), user, j)
+        reasons = [r[0] for r in c.sql("SELECT reason FROM events WHERE job_id = $1", str(b["id"]))]
+        check(any(why in r for r in reasons), "an event says why:", why, reasons)
+    # /root is 0700: alice cannot enter it, checked as alice
+    jid = submit(c, s["tok_a"], ["/bin/true"], workdir="/root")
+    j = wait_end(c, jid)
+    check_eq((j["state"], j["end_reason"]), ("FAILED", "bad_workdir"), j)
+    run = run_of(c, jid)
+    check("workdir /root" in out_of(run, 0, "err"), "the reason in the err log", out_of(run, 0, "err"))
+    b = submit(c, s["tok_a"], ["/bin/true"], expect=400, workdir="relative/dir")
+    check_eq(b.get("field"), "workdir", b)
+
+
+if __name__ == "__main__":
+    harness.main(api=False)
