@@ -136,7 +136,9 @@ struct ag_cg_limits {
 };
 
 /* mode "auto" (use what is there; a root that cannot be created is a
- * warning and no cgroups), "on" (the same, but an error), "off". */
+ * warning and no cgroups), "on" (the same, but an error), "v1" (the v1
+ * controllers only, even where a v2 hierarchy is mounted too: hosts whose
+ * v2 is not writable, and tests of the freezer path), "off". */
 int ag_cg_detect(struct ag_cg *c, const char *mode, const char *mount, const char *root,
 		 struct mu_error *err);
 const char *ag_cg_mode_name(const struct ag_cg *c);

@@ -118,8 +118,9 @@ int ag_cg_detect(struct ag_cg *c, const char *mode, const char *mount, const cha
 	snprintf(c->root, sizeof(c->root), "%s", root);
 	if (!strcmp(mode, "off"))
 		return 0;
-	if (strcmp(mode, "auto") && strcmp(mode, "on"))
-		return mu_error_set(err, MU_EINVAL, "cgroups", "must be auto, on or off, not %s", mode);
+	if (strcmp(mode, "auto") && strcmp(mode, "on") && strcmp(mode, "v1"))
+		return mu_error_set(err, MU_EINVAL, "cgroups", "must be auto, on, v1 or off, not %s",
+				    mode);
 	if (!*root || root[0] == '/' || strstr(root, ".."))
 		return mu_error_set(err, MU_EINVAL, "cgroup-root",
 				    "must be a relative path under each hierarchy (like muster), not %s",
@@ -129,7 +130,7 @@ int ag_cg_detect(struct ag_cg *c, const char *mode, const char *mount, const cha
 		snprintf(c->v2, sizeof(c->v2), "%s", mount);
 	} else {
 		snprintf(path, sizeof(path), "%s/unified", mount);
-		if (fs_is(path, CGROUP2_SUPER_MAGIC))
+		if (strcmp(mode, "v1") && fs_is(path, CGROUP2_SUPER_MAGIC))
 			snprintf(c->v2, sizeof(c->v2), "%.290s", path);
 		for (int i = 0; i < AG_CG_NV1; i++) {
 			snprintf(path, sizeof(path), "%s/%s", mount, v1_names[i]);
@@ -138,7 +139,7 @@ int ag_cg_detect(struct ag_cg *c, const char *mode, const char *mount, const cha
 		c->mode = c->v2[0] ? AG_CG_HYBRID : AG_CG_V1;
 		if (c->mode == AG_CG_V1 && !c->v1[AG_CG_FREEZER]) {
 			c->mode = AG_CG_OFF;
-			return mode[0] == 'o' ? mu_error_set(err, MU_EUNAVAIL, "cgroups",
+			return strcmp(mode, "auto") ? mu_error_set(err, MU_EUNAVAIL, "cgroups",
 							      "no cgroup v2 and no v1 freezer under %s",
 							      mount)
 					      : 0;
@@ -170,7 +171,7 @@ int ag_cg_detect(struct ag_cg *c, const char *mode, const char *mount, const cha
 	if (rc != 0) {
 		enum ag_cg_mode m = c->mode;
 		c->mode = AG_CG_OFF;
-		if (!strcmp(mode, "on"))
+		if (strcmp(mode, "auto"))
 			return mu_error_set(err, MU_EUNAVAIL, "cgroup-root", "cannot create %s under %s: %s",
 					    root, m == AG_CG_V2 ? c->v2 : mount, strerror(-rc));
 		mu_warn("cgroups: cannot create %s under %s (%s): runs are tracked by process group"

@@ -70,7 +70,7 @@ static const struct mu_opt opts[] = {
 	{ "single-user", "MUSTER_AGENT_SINGLE_USER", MU_OPT_BOOL, "false",
 	  "run every job as the agent's own account, whatever its user", &single_user },
 	{ "cgroups", "MUSTER_AGENT_CGROUPS", MU_OPT_STR, "auto",
-	  "auto | on (required) | off: one cgroup per run", &cgroups },
+	  "auto | on (required) | v1 (v1 controllers only) | off: one cgroup per run", &cgroups },
 	{ "cgroup-root", "MUSTER_AGENT_CGROUP_ROOT", MU_OPT_STR, "muster",
 	  "the runs' cgroups go in <hierarchy>/<root>/<node>/run-<id>", &cgroup_root },
 	{ "cgroup-devices", "MUSTER_AGENT_CGROUP_DEVICES", MU_OPT_STR, "auto",

@@ -100,14 +100,20 @@ def setup(c):
         os.chmod(p, 0o666)
     c.start_process(["muster-scheduler", "--db", c.db_url], name="scheduler")
     S["state"] = os.path.join(c.dir, "agent-" + NODE)
+    S["agent_token"] = c.make_token("agent", node=NODE)
+    start_agent(c)
+    return S
+
+
+def start_agent(c, *extra):
     S["agent"] = c.start_process(
         [harness.binary("muster-agent"), "--api", "127.0.0.1:%d" % c.grpc_port, "--node", NODE,
          "--address", "127.0.0.1", "--state-dir", S["state"], "--gpu-backend", "fake",
          "--fake-gpus", "4", "--gpu-dev-dir", S["dev"], "--heartbeat-interval", "300ms",
-         "--cgroups", "on", "--log-level", "debug"] + c.agent_flags(identity=True),
-        env={"MUSTER_AGENT_TOKEN": c.make_token("agent", node=NODE)}, name="agent",
-        wait_for=lambda: c.sql_value("SELECT count(*) FROM nodes WHERE name = $1 AND up", NODE) == "1")
-    return S
+         "--cgroups", "on", "--log-level", "debug"] + c.agent_flags(identity=True) + list(extra),
+        env={"MUSTER_AGENT_TOKEN": S["agent_token"]}, name="agent",
+        wait_for="registered node_id")
+    S["agent_log"] = c._procs[-1][1]
 
 
 def submit(c, token, command, expect=201, **extra):
@@ -222,13 +228,17 @@ def test_other_users_job_is_out_of_reach(c):
 def test_cancel_kills_a_double_forked_setsid_child(c):
     s = setup(c)
     # the setsid'd shell prints its background sleep's pid and exits: the
-    # sleep is in another session and process group, orphaned
+    # sleep is in another session and process group, orphaned, and ignores
+    # TERM: only a KILL of the whole cgroup ends it
     jid = submit(c, s["tok_a"], ["/bin/sh", "-c",
-                                 "setsid /bin/sh -c 'sleep 600 & echo $!' & wait; exec sleep 600"])
+                                 "setsid /bin/sh -c 'trap \"\" TERM; sleep 600 & echo $!' & wait;"
+                                 " exec sleep 600"])
     run = c.wait_until(lambda: run_of(c, jid), 20, "run")
     gpid = int(wait_out(c, run, "grandchild pid").split()[0])
     check(os.getsid(gpid) != os.getsid(s["agent"].pid) and os.getpgid(gpid) == os.getsid(gpid),
           "the grandchild left the run's session and group")
+    ign = [l for l in open("/proc/%d/status" % gpid) if l.startswith("SigIgn:")][0]
+    check(int(ign.split()[1], 16) & (1 << (signal.SIGTERM - 1)), "the grandchild ignores TERM", ign)
     cg = open("/proc/%d/cgroup" % gpid).read()
     check("/%s/%s/run-%s" % (c_root(), NODE, run) in cg, "the grandchild is in the run's cgroup", cg)
     c.wait_until(lambda: job(c, jid)["state"] == "RUNNING", 20, "RUNNING")
@@ -280,6 +290,10 @@ def _read(path):
 
 def test_gpus_not_granted_cannot_be_opened(c):
     s = setup(c)
+    gpu_probe(c, s)
+
+
+def gpu_probe(c, s):
     jid = submit(c, s["tok_a"], [PY, "-c", GPU_PROBE], env={"DEV_DIR": s["dev"]}, gpus_per_node=1)
     j = wait_end(c, jid)
     run = run_of(c, jid)
@@ -311,6 +325,34 @@ def test_bad_user_and_bad_workdir(c):
     check("workdir /root" in out_of(run, 0, "err"), "the reason in the err log", out_of(run, 0, "err"))
     b = submit(c, s["tok_a"], ["/bin/true"], expect=400, workdir="relative/dir")
     check_eq(b.get("field"), "workdir", b)
+
+
+def test_v1_freezer_kill_of_a_setsid_child(c):
+    """Hosts with cgroup v1 only: stop = freeze, KILL everything, thaw."""
+    s = setup(c)
+    if not os.path.isdir(os.path.join(harness.CGROUP_MOUNT, "freezer")):
+        harness.skip("no v1 freezer here")
+    c.stop_process(s["agent"])
+    start_agent(c, "--cgroups", "v1")
+    check("cgroups=v1" in c.log_text(S["agent_log"]), "the agent uses v1 only")
+    test_cancel_kills_a_double_forked_setsid_child(c)
+    c.stop_process(s["agent"])
+    start_agent(c)
+
+
+def test_gpus_denied_by_a_bpf_device_program(c):
+    """The cgroup v2 way (pure v2 hosts): a BPF_PROG_TYPE_CGROUP_DEVICE
+    program on the run's v2 cgroup. On a hybrid host the unified
+    hierarchy runs it too, so it is tested here with the v1 devices
+    controller out of the way (--cgroup-devices bpf)."""
+    s = setup(c)
+    if not os.path.exists(os.path.join(harness.CGROUP_MOUNT, "unified", "cgroup.procs")) and \
+            not os.path.exists(os.path.join(harness.CGROUP_MOUNT, "cgroup.controllers")):
+        harness.skip("no cgroup v2 hierarchy here")
+    c.stop_process(s["agent"])
+    start_agent(c, "--cgroup-devices", "bpf")
+    check("devices=bpf" in c.log_text(S["agent_log"]), "the agent uses the BPF program")
+    gpu_probe(c, s)
 
 
 if __name__ == "__main__":
