@@ -527,6 +527,98 @@ static void state_file_restart(void **state)
 	assert_int_equal(n, 0);
 }
 
+/* Who a job runs as: the policy's decisions, from real passwd entries. */
+static void runas_policy(void **state)
+{
+	(void)state;
+	struct ag_runas_policy p = { .min_uid = 1000, .agent_uid = 0 };
+	struct ag_ident id;
+	char why[256];
+
+	snprintf(p.agent_user, sizeof(p.agent_user), "root");
+	assert_int_equal(ag_runas_resolve(&p, "root", &id, why, sizeof(why)), MU_EFORBIDDEN);
+	assert_non_null(strstr(why, "is root"));
+	assert_int_equal(ag_runas_resolve(&p, "daemon", &id, why, sizeof(why)), MU_EFORBIDDEN);
+	assert_non_null(strstr(why, "below --min-uid 1000"));
+	assert_int_equal(ag_runas_resolve(&p, "no-such-user-x9", &id, why, sizeof(why)), MU_EFORBIDDEN);
+	assert_non_null(strstr(why, "no Unix account no-such-user-x9"));
+	assert_int_equal(ag_runas_resolve(&p, "", &id, why, sizeof(why)), MU_EFORBIDDEN);
+	/* nobody (65534) is an ordinary account above the minimum */
+	assert_int_equal(ag_runas_resolve(&p, "nobody", &id, why, sizeof(why)), 0);
+	assert_int_equal(id.uid, 65534);
+	assert_true(id.drop);
+	assert_true(id.ngroups >= 1);
+	assert_string_equal(id.name, "nobody");
+	p.allow_root = true;
+	assert_int_equal(ag_runas_resolve(&p, "root", &id, why, sizeof(why)), 0);
+	assert_false(id.drop); /* root stays root: nothing to drop */
+	assert_string_equal(id.home, "/root");
+	/* a non-root agent: its own user only, unless single-user */
+	struct ag_runas_policy q = { .min_uid = 1000, .agent_uid = 65534 };
+	snprintf(q.agent_user, sizeof(q.agent_user), "nobody");
+	assert_int_equal(ag_runas_resolve(&q, "root", &id, why, sizeof(why)), MU_EFORBIDDEN);
+	assert_non_null(strstr(why, "not root"));
+	assert_int_equal(ag_runas_resolve(&q, "nobody", &id, why, sizeof(why)), 0);
+	assert_false(id.drop);
+	q.single_user = true;
+	assert_int_equal(ag_runas_resolve(&q, "someone-else", &id, why, sizeof(why)), 0);
+	assert_int_equal(id.uid, 65534);
+	/* the account's environment wins over the agent's */
+	struct ag_spec s;
+	make_spec(&s, 9, strv("true", NULL, NULL), 1);
+	char *base[] = { "HOME=/root", "USER=root", NULL };
+	char **env = ag_launch_env(&s, 0, NULL, base, &id);
+	assert_string_equal(env_get(env, "HOME"), id.home);
+	assert_string_equal(env_get(env, "USER"), "nobody");
+	assert_string_equal(env_get(env, "LOGNAME"), "nobody");
+	assert_string_equal(env_get(env, "SHELL"), id.shell);
+	assert_string_equal(env_get(env, "PATH"), "/usr/local/bin:/usr/bin:/bin");
+	ag_env_free(env);
+	ag_spec_free(&s);
+}
+
+/* A state file names the cgroups the agent created; a name outside its
+ * --cgroup-root (someone else's) is never adopted, and old lines load. */
+static void state_file_cgroups(void **state)
+{
+	(void)state;
+	char sd[300], path[400];
+	struct ag_cg cg = { .mode = AG_CG_V2 };
+	struct ag_run *back = NULL;
+	int n = 0;
+	snprintf(sd, sizeof(sd), "%s/cgstate", tmpdir);
+	mkdir(sd, 0755);
+	snprintf(cg.root, sizeof(cg.root), "muster");
+	snprintf(cg.v2, sizeof(cg.v2), "%s/nonexistent", tmpdir);
+	snprintf(path, sizeof(path), "%s/agent.state", sd);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "muster-agent-state 2\n"
+		   "run2 1 10 2 0 0 1 0 9 0 muster/n1/run-1 oom /x/runs/1\n"
+		   "run2 2 20 2 0 0 1 0 0 0 other/n1/run-2 - /x/runs/2\n"
+		   "run2 3 30 2 0 0 1 0 0 0 muster/../etc - /x/runs/3\n"
+		   "run 4 40 2 0 0 1 3 0 0 /x/runs/4\n");
+	fclose(f);
+	assert_int_equal(ag_state_load(sd, &cg, &back, &n), 0);
+	assert_int_equal(n, 4);
+	assert_string_equal(back[0].cgroup, "muster/n1/run-1");
+	assert_string_equal(back[0].end_reason, "oom");
+	assert_string_equal(back[0].dir, "/x/runs/1");
+	assert_string_equal(back[1].cgroup, ""); /* not under our root: not ours */
+	assert_string_equal(back[2].cgroup, "");
+	assert_string_equal(back[3].cgroup, ""); /* a state file of before cgroups */
+	assert_int_equal(back[3].exit_code, 3);
+	assert_string_equal(back[3].dir, "/x/runs/4");
+	assert_int_equal(ag_state_save(sd, back, n), 0);
+	mu_free(back);
+	assert_int_equal(ag_state_load(sd, &cg, &back, &n), 0);
+	assert_int_equal(n, 4);
+	assert_string_equal(back[0].cgroup, "muster/n1/run-1");
+	assert_string_equal(back[0].end_reason, "oom");
+	assert_string_equal(back[3].dir, "/x/runs/4");
+	mu_free(back);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -534,7 +626,8 @@ int main(void)
 		cmocka_unit_test(hostfile_update_on_shrink),
 		cmocka_unit_test(real_children_env_and_exit), cmocka_unit_test(stop_term_grace_kill),
 		cmocka_unit_test(reconcile_decisions), cmocka_unit_test(fault_lines),
-		cmocka_unit_test(state_file_restart),
+		cmocka_unit_test(state_file_restart), cmocka_unit_test(runas_policy),
+		cmocka_unit_test(state_file_cgroups),
 	};
 	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
