@@ -355,5 +355,57 @@ def test_gpus_denied_by_a_bpf_device_program(c):
     gpu_probe(c, s)
 
 
+def test_non_root_agent_runs_its_own_user_only(c):
+    """An agent that is not root (here: alice's) says so at start, runs
+    alice's jobs as alice and fails bob's with bad_user; with
+    --single-user it runs bob's job too, as alice."""
+    import shutil
+    s = setup(c)
+    a = s["alice"]
+    node = "iso-n2"
+    bindir = os.path.join(c.dir, "bin")  # the build dir may not be alice's to reach
+    os.makedirs(bindir, exist_ok=True)
+    agent = os.path.join(bindir, "muster-agent")
+    shutil.copy(harness.binary("muster-agent"), agent)
+    state = os.path.join(c.dir, "agent-" + node)
+    os.makedirs(state)
+    os.chown(state, a.pw_uid, a.pw_gid)
+    tok = c.make_token("agent", node=node)
+    st, _, b = c.api("POST", "/v1/nodes/%s/drain" % NODE, {"reason": "test: use iso-n2"})
+    check_eq(st, 200, b)
+
+    def start(*extra):
+        p = c.start_process(
+            ["runuser", "-u", a.pw_name, "--", agent, "--api", "127.0.0.1:%d" % c.grpc_port,
+             "--node", node, "--address", "127.0.0.1", "--state-dir", state, "--gpu-backend",
+             "fake", "--fake-gpus", "2", "--heartbeat-interval", "300ms"] + list(extra),
+            env={"MUSTER_AGENT_TOKEN": tok}, name="agent-" + node, wait_for="registered node_id")
+        return p, c._procs[-1][1]
+    p, log = start()
+    check("this agent is not root" in c.log_text(log), "it says so at start")
+    check("cgroups: cannot create" in c.log_text(log), "no cgroups for a non-root agent, said")
+    jid = submit(c, s["tok_a"], [PY, "-c", WHOAMI])
+    j = wait_end(c, jid)
+    check_eq(j["state"], "COMPLETED", j)
+    run = run_of(c, jid)
+    check_eq(c.sql_value("SELECT n.name FROM run_allocations x JOIN nodes n ON n.id = x.node_id"
+                         " WHERE x.run_id = $1 LIMIT 1", run), node, "ran on the non-root node")
+    who = json.loads(open(os.path.join(state, "runs", run, "proc0.out")).read())
+    check_eq(who["uid"], a.pw_uid, "alice's job as alice")
+    jid = submit(c, s["tok_b"], [PY, "-c", WHOAMI])
+    j = wait_end(c, jid)
+    check_eq((j["state"], j["end_reason"]), ("FAILED", "bad_user"), "bob's job on alice's agent", j)
+    c.stop_process(p)
+    p, log = start("--single-user")
+    check("single-user: every job runs as %s" % a.pw_name in c.log_text(log), "single-user said")
+    jid = submit(c, s["tok_b"], [PY, "-c", WHOAMI])
+    j = wait_end(c, jid)
+    check_eq(j["state"], "COMPLETED", j)
+    who = json.loads(open(os.path.join(state, "runs", run_of(c, jid), "proc0.out")).read())
+    check_eq(who["uid"], a.pw_uid, "bob's job as the agent's user in single-user mode")
+    c.stop_process(p)
+    c.api("POST", "/v1/nodes/%s/resume" % NODE, {})
+
+
 if __name__ == "__main__":
     harness.main(api=False)
