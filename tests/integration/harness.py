@@ -66,6 +66,14 @@ Methods:
   c.make_token(role="tenant", tenant=None, user=None, name=None, **fields)
                               -> the secret string (POST /v1/tokens, admin)
   c.log_text(name)            -> a process log's contents ("api", "postgres", ...)
+  c.agent_flags(identity=False) -> muster-agent flags: this cluster's own --cgroup-root and,
+                                 unless the test is about identity, --single-user
+                                 --allow-root-jobs (jobs of any `user` run as the agent)
+  c.cgroup_root()             -> that cgroup root; at exit what runs below it is killed and
+                                 the cgroups removed (harness.remove_cgroup_tree)
+  c.make_user(prefix, groups=None) -> pwd entry of a new real account (useradd -m, uid >= 1000,
+                                 unique name), removed with userdel -r at exit; skips when
+                                 not root.  c.make_group(prefix) -> a new group's name, likewise
   c.wait_until(fn, timeout=10, what="")  polls fn until it returns a true value (also
                                  harness.wait_until)
   harness.binary(name)        -> path of a built binary, or None
