@@ -447,8 +447,8 @@ static int wait_started(struct ag_run *r, int *fds, int nfds)
 			char *tab = strchr(buf, '\t');
 			if (tab)
 				*tab = '\0';
-			snprintf(r->end_reason, sizeof(r->end_reason), "%s", buf);
-			snprintf(r->message, sizeof(r->message), "%s", tab ? tab + 1 : buf);
+			snprintf(r->end_reason, sizeof(r->end_reason), "%.31s", buf);
+			snprintf(r->message, sizeof(r->message), "%.159s", tab ? tab + 1 : buf);
 			rc = MU_EINVAL;
 		}
 	}
