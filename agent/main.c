@@ -135,7 +135,8 @@ static void spec_from(struct ag_spec *s, const Muster__V1__DesiredRun *d)
 	s->job_id = d->job_id;
 	s->attempt = d->attempt;
 	s->job_name = mu_strdup(d->job_name);
-	s->user = mu_strdup(d->user);
+	/* a tenant mapped to one service account runs every job as it */
+	s->user = mu_strdup(d->unix_account && *d->unix_account ? d->unix_account : d->user);
 	s->argv = mu_calloc(d->n_command + 1, sizeof(char *));
 	for (size_t i = 0; i < d->n_command; i++)
 		s->argv[i] = mu_strdup(d->command[i]);

@@ -326,7 +326,10 @@ int store_agent_desired(PGconn *c, struct mu_arena *a, const int64_t *node_ids, 
 		"    FROM (SELECT node_id, min(node_rank) AS rk, count(*) FILTER (WHERE gpu_index >= 0) AS g"
 		"          FROM run_allocations WHERE run_id = r.id AND live GROUP BY node_id) x"
 		"    JOIN nodes nd ON nd.id = x.node_id)::text,"
-		" j.mem_per_node, j.cpus_per_node"
+		" j.mem_per_node, j.cpus_per_node,"
+		" coalesce((SELECT u.unix_account FROM tenants u WHERE u.unix_account <> ''"
+		"   AND (t.path = u.path OR starts_with(t.path, u.path || '/'))"
+		"   ORDER BY length(u.path) DESC LIMIT 1), '')"
 		/* live allocations by the partial node index, plus the parts of
 		 * shrunk runs dropped from these nodes (a tiny partial index) */
 		" FROM (SELECT run_id, node_id, node_rank, gpu_index, live FROM run_allocations"
@@ -340,7 +343,7 @@ int store_agent_desired(PGconn *c, struct mu_arena *a, const int64_t *node_ids, 
 		" WHERE r.live AND r.ended_at IS NULL"
 		"   AND NOT EXISTS (SELECT 1 FROM run_node_status s WHERE s.run_id = r.id AND s.node_id = a.node_id"
 		"                   AND s.phase <> 'RUNNING')"
-		" GROUP BY a.node_id, r.id, j.id, t.name ORDER BY a.node_id, r.id";
+		" GROUP BY a.node_id, r.id, j.id, t.name, t.path ORDER BY a.node_id, r.id";
 	struct mu_buf ids = MU_BUF_INIT;
 	PGresult *res = NULL, *nres = NULL;
 	const char *params[1];
@@ -388,6 +391,7 @@ int store_agent_desired(PGconn *c, struct mu_arena *a, const int64_t *node_ids, 
 		r->gang_json = mu_arena_strdup(a, store_db_get(res, i, 20));
 		r->mem_per_node = store_db_get_int64(res, i, 21);
 		r->cpus_per_node = (int32_t)store_db_get_int64(res, i, 22);
+		r->unix_account = mu_arena_strdup(a, store_db_get(res, i, 23));
 	}
 	*nruns = (size_t)rows;
 	rows = store_db_nrows(nres);

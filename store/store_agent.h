@@ -108,6 +108,7 @@ struct store_desired_run {
 	int32_t grace_period;      /* seconds */
 	int64_t mem_per_node;      /* bytes, 0 = none */
 	int32_t cpus_per_node;     /* 0 = none */
+	const char *unix_account;  /* the tenant's (nearest ancestor's) account, "" = none */
 	const char *gang_json;     /* [{"rank","name","address","gpus"}] in rank order:
 	                              the live members (an elastic run that shrank
 	                              lists the kept nodes, with their ranks at launch) */

@@ -143,7 +143,7 @@ static int mask_path(const char *path, const char *const *names, const char *met
 json_t *grpc_codec_tenant_patch_json(const Muster__V1__Tenant *t, char *const *mask, size_t n_mask,
 				     struct mu_error *err)
 {
-	static const char *const names[] = { "shares", "description", "parent", NULL };
+	static const char *const names[] = { "shares", "description", "parent", "unix_account", NULL };
 	json_t *o = json_object();
 	int ret = 0;
 
@@ -159,6 +159,9 @@ json_t *grpc_codec_tenant_patch_json(const Muster__V1__Tenant *t, char *const *m
 			break;
 		case 2:
 			ret = jstr(o, "parent", t->parent ? t->parent : "", NULL, err);
+			break;
+		case 3:
+			ret = jstr(o, "unix_account", t->unix_account ? t->unix_account : "", NULL, err);
 			break;
 		default:
 			ret = k;

@@ -10,3 +10,9 @@ ALTER TABLE jobs ADD COLUMN mem_per_node bigint CHECK (mem_per_node > 0);
 ALTER TABLE jobs ADD COLUMN cpus_per_node integer CHECK (cpus_per_node > 0);
 ALTER TABLE runs ADD COLUMN end_reason text NOT NULL DEFAULT '';
 ALTER TABLE run_node_status ADD COLUMN end_reason text NOT NULL DEFAULT '';
+-- unix_account: the one Unix account the jobs of this tenant (and of its
+-- subtree, unless a nearer tenant names another) run as on the nodes, for
+-- teams without personal accounts; '' = each job as its own user. Admins
+-- set it.
+ALTER TABLE tenants ADD COLUMN unix_account text NOT NULL DEFAULT ''
+    CHECK (unix_account ~ '^([a-z_][a-z0-9_.-]{0,31})?$');

@@ -327,6 +327,36 @@ def test_bad_user_and_bad_workdir(c):
     check_eq(b.get("field"), "workdir", b)
 
 
+def test_tenant_unix_account_maps_every_user(c):
+    """A team without personal accounts: its tenant names one service
+    account (admins only); jobs of its subtree run as it, whatever their
+    user; a nearer tenant's mapping wins; clearing it restores `user`."""
+    s = setup(c)
+    a, b = s["alice"], s["bob"]
+    st, _, t = c.api("POST", "/v1/tenants", {"name": "iso-svc", "unix_account": a.pw_name})
+    check_eq((st, t.get("unix_account")), (201, a.pw_name), t)
+    c.make_tenant("iso-svc-proj", parent="iso-svc")
+    c.sql("INSERT INTO quotas (tenant_id, max_gpus) SELECT id, 99 FROM tenants WHERE name LIKE 'iso-svc%'")
+    tok = c.make_token("tenant", tenant="iso-svc-proj", user="carol-has-no-account")
+    st, _, e = c.api("PATCH", "/v1/tenants/iso-svc", {"unix_account": "Not Valid"})
+    check_eq((st, e.get("field")), (400, "unix_account"), e)
+    st, _, e = c.api("PATCH", "/v1/tenants/iso-svc", {"unix_account": b.pw_name}, token=tok)
+    check(st in (403, 404), "a tenant token cannot set it", st, e)
+    jid = submit(c, tok, [PY, "-c", WHOAMI])
+    j = wait_end(c, jid)
+    check_eq(j["state"], "COMPLETED", j)
+    check_eq(json.loads(out_of(run_of(c, jid)))["uid"], a.pw_uid, "inherited from iso-svc")
+    st, _, t = c.api("PATCH", "/v1/tenants/iso-svc-proj", {"unix_account": b.pw_name})
+    check_eq(st, 200, t)
+    jid = submit(c, tok, [PY, "-c", WHOAMI])
+    check_eq(wait_end(c, jid)["state"], "COMPLETED")
+    check_eq(json.loads(out_of(run_of(c, jid)))["uid"], b.pw_uid, "the nearer tenant's account")
+    for name in ("iso-svc-proj", "iso-svc"):
+        check_eq(c.api("PATCH", "/v1/tenants/" + name, {"unix_account": ""})[0], 200)
+    jid = submit(c, tok, [PY, "-c", WHOAMI])
+    check_eq(wait_end(c, jid)["end_reason"], "bad_user", "without a mapping: the user's own account")
+
+
 def test_v1_freezer_kill_of_a_setsid_child(c):
     """Hosts with cgroup v1 only: stop = freeze, KILL everything, thaw."""
     s = setup(c)
