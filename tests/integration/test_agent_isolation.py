@@ -317,12 +317,15 @@ def test_bad_user_and_bad_workdir(c):
         check_eq((j["state"], j["end_reason"]), ("FAILED", "bad_user"), user, j)
         reasons = [r[0] for r in c.sql("SELECT reason FROM events WHERE job_id = $1", str(b["id"]))]
         check(any(why in r for r in reasons), "an event says why:", why, reasons)
-    # /root is 0700: alice cannot enter it, checked as alice
-    jid = submit(c, s["tok_a"], ["/bin/true"], workdir="/root")
+    # root's 0700 directory: alice cannot enter it, checked as alice (root could)
+    private = os.path.join(c.dir, "private")
+    os.mkdir(private, 0o700)
+    jid = submit(c, s["tok_a"], ["/bin/true"], workdir=private)
     j = wait_end(c, jid)
     check_eq((j["state"], j["end_reason"]), ("FAILED", "bad_workdir"), j)
     run = run_of(c, jid)
-    check("workdir /root" in out_of(run, 0, "err"), "the reason in the err log", out_of(run, 0, "err"))
+    check("workdir %s: Permission denied" % private in out_of(run, 0, "err"),
+          "the reason in the err log", out_of(run, 0, "err"))
     b = submit(c, s["tok_a"], ["/bin/true"], expect=400, workdir="relative/dir")
     check_eq(b.get("field"), "workdir", b)
 
