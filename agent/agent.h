@@ -170,6 +170,7 @@ struct ag_node {
 	struct ag_cg cg;
 	int ngpu_devs;
 	dev_t gpu_dev[AG_MAX_GPUS]; /* GPU i's device node (0: unknown, not confined) */
+	int pids_max;               /* per run (--pids-max), 0 = none */
 };
 
 struct ag_gang_node {

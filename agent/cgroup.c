@@ -322,11 +322,17 @@ int ag_cg_create(const struct ag_cg *c, const char *name, const struct ag_cg_lim
 	}
 	if (lim->pids_max > 0) {
 		snprintf(v, sizeof(v), "%d", lim->pids_max);
-		if (c->v1[AG_CG_PIDS])
+		rc = -ENOTSUP;
+		if (c->v1[AG_CG_PIDS]) {
 			v1_path(c, AG_CG_PIDS, name, "pids.max", path, sizeof(path));
-		else
+			rc = put(path, v);
+		} else if (c->v2_pids) {
 			v2_path(c, name, "pids.max", path, sizeof(path));
-		put(path, v);
+			rc = put(path, v);
+		}
+		if (rc != 0)
+			mu_warn("cgroup=%s --pids-max %d not enforced: %s", name, lim->pids_max,
+				rc == -ENOTSUP ? "no pids controller" : strerror(-rc));
 	}
 	if (lim->ndeny > 0) {
 		if (c->v1[AG_CG_DEVICES] && !c->devices_bpf) {

@@ -533,6 +533,7 @@ int ag_run_start(struct ag_run *r, const struct ag_spec *s, const struct ag_node
 			 s->run_id);
 		lim->mem_bytes = s->mem_per_node;
 		lim->cpus = s->cpus_per_node;
+		lim->pids_max = n->pids_max;
 		for (int g = 0; g < n->ngpu_devs && g < AG_MAX_GPUS; g++) {
 			bool granted = false;
 			for (int k = 0; k < s->ngpu_indices; k++)

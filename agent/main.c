@@ -30,7 +30,7 @@
 static char *api_addr, *token, *node_name, *address, *topology, *labels, *state_dir;
 static char *gpu_backend, *fake_model, *fabric_ifaces, *sysfs_net, *log_level;
 static char *cgroups, *cgroup_root, *cgroup_devices, *gpu_dev_dir;
-static long long fake_gpus, fake_memory_mb, heartbeat_ms, default_grace_s, min_uid;
+static long long fake_gpus, fake_memory_mb, heartbeat_ms, default_grace_s, min_uid, pids_max;
 static bool allow_root_jobs, single_user;
 
 static const struct mu_opt opts[] = {
@@ -73,6 +73,9 @@ static const struct mu_opt opts[] = {
 	  "auto | on (required) | v1 (v1 controllers only) | off: one cgroup per run", &cgroups },
 	{ "cgroup-root", "MUSTER_AGENT_CGROUP_ROOT", MU_OPT_STR, "muster",
 	  "the runs' cgroups go in <hierarchy>/<root>/<node>/run-<id>", &cgroup_root },
+	{ "pids-max", "MUSTER_AGENT_PIDS_MAX", MU_OPT_INT, "0",
+	  "most processes and threads of one run on this node (cgroup pids.max; 0 = no limit)",
+	  &pids_max },
 	{ "cgroup-devices", "MUSTER_AGENT_CGROUP_DEVICES", MU_OPT_STR, "auto",
 	  "auto | v1 (devices.deny) | bpf (cgroup v2 device program)", &cgroup_devices },
 	{ "gpu-dev-dir", "MUSTER_AGENT_GPU_DEV_DIR", MU_OPT_STR, "",
@@ -423,6 +426,11 @@ static int setup_node(struct agent *a, struct mu_error *err)
 
 	n->state_dir = state_dir;
 	n->name = node_name;
+	if (pids_max < 0 || pids_max > 4194304) {
+		fprintf(stderr, "muster-agent: --pids-max must be 0..4194304\n");
+		return MU_EINVAL;
+	}
+	n->pids_max = (int)pids_max;
 	if (ag_runas_policy_init(&n->runas, (long)min_uid, allow_root_jobs, single_user) != 0) {
 		fprintf(stderr, "muster-agent: uid %d has no passwd entry\n", (int)geteuid());
 		return MU_EINVAL;

@@ -110,7 +110,7 @@ def start_agent(c, *extra):
         [harness.binary("muster-agent"), "--api", "127.0.0.1:%d" % c.grpc_port, "--node", NODE,
          "--address", "127.0.0.1", "--state-dir", S["state"], "--gpu-backend", "fake",
          "--fake-gpus", "4", "--gpu-dev-dir", S["dev"], "--heartbeat-interval", "300ms",
-         "--cgroups", "on", "--log-level", "debug"] + c.agent_flags(identity=True) + list(extra),
+         "--cgroups", "on", "--pids-max", "512", "--log-level", "debug"] + c.agent_flags(identity=True) + list(extra),
         env={"MUSTER_AGENT_TOKEN": S["agent_token"]}, name="agent",
         wait_for="registered node_id")
     S["agent_log"] = c._procs[-1][1]
@@ -277,6 +277,7 @@ def test_mem_per_node_overrun_is_oom(c):
     check_eq(int(lim), 96 << 20, "memory.limit_in_bytes")
     quota = _read(os.path.join(cgroup_dir("cpu", run), "cpu.cfs_quota_us"))
     check_eq(quota and int(quota), 200000, "cpu.cfs_quota_us for 2 CPUs")
+    check_eq(_read(os.path.join(cgroup_dir("pids", run), "pids.max")), "512", "--pids-max")
     check_eq(wait_end(c, jid)["state"], "COMPLETED")
 
 
