@@ -32,6 +32,7 @@ struct ag_gpu {
 	int temperature;
 	long long ecc_errors;
 	bool healthy;
+	int minor; /* /dev/nvidia<minor> (NVML's minor number; fake: the index) */
 	int xids[AG_MAX_XIDS]; /* XIDs since the last ag_gpus_take_xids() */
 	int nxids;
 };

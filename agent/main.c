@@ -461,7 +461,7 @@ static int setup_node(struct agent *a, struct mu_error *err)
 	n->ngpu_devs = *dev ? a->gpus.n : 0;
 	int found = 0;
 	for (int i = 0; i < n->ngpu_devs; i++) {
-		snprintf(path, sizeof(path), "%s/nvidia%d", dev, a->gpus.gpu[i].index);
+		snprintf(path, sizeof(path), "%s/nvidia%d", dev, a->gpus.gpu[i].minor);
 		if (stat(path, &st) == 0 && S_ISCHR(st.st_mode)) {
 			n->gpu_dev[i] = st.st_rdev;
 			found++;
