@@ -196,19 +196,33 @@ def _tail(path, lines=60):
 # it SIGKILLs those pids, stops the dev database and removes the dir.
 _WATCHDOG = r"""
 import os, signal, subprocess, sys, shutil
-devdb, statedir, tmpdir, keep = sys.argv[1:5]
-pids = []
+devdb, statedir, tmpdir, keep, here = sys.argv[1:6]
+pids, cgroups, users = [], [], []
 for line in sys.stdin:
     w = line.split()
     if len(w) == 2 and w[0] == "pid":
         pids.append(int(w[1]))
     elif len(w) == 2 and w[0] == "done":
         pids = [p for p in pids if p != int(w[1])]
+    elif len(w) == 2 and w[0] == "cgroup":
+        cgroups.append(w[1])
+    elif len(w) == 2 and w[0] == "user":
+        users.append(w[1])
+    elif len(w) == 2 and w[0] == "gone":
+        cgroups = [x for x in cgroups if x != w[1]]
+        users = [x for x in users if x != w[1]]
 for p in pids:
     try:
         os.kill(p, signal.SIGKILL)
     except OSError:
         pass
+if cgroups or users:
+    sys.path.insert(0, here)
+    import harness
+    for r in cgroups:
+        harness.remove_cgroup_tree(r)
+    for u in reversed(users):
+        harness.del_user(u)
 subprocess.run([devdb, "stop", "--dir", statedir], stdout=subprocess.DEVNULL,
                stderr=subprocess.DEVNULL)
 if keep != "1":
@@ -286,7 +300,7 @@ class Cluster:
     def _start_watchdog(self):
         self._watchdog = subprocess.Popen(
             [sys.executable, "-c", _WATCHDOG, self.devdb, self.state_dir, self.dir,
-             os.environ.get("MUSTER_KEEP", "0")],
+             os.environ.get("MUSTER_KEEP", "0"), HERE],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, text=True)
 
@@ -302,8 +316,10 @@ class Cluster:
             self._reap(p, signal.SIGTERM, 5)
         if self._cgroup_root:
             remove_cgroup_tree(self._cgroup_root)
+            self._tell_watchdog("gone " + self._cgroup_root)
         for u in reversed(self._users):
             del_user(u)
+            self._tell_watchdog("gone " + u)
         if self._failed or os.environ.get("MUSTER_HARNESS_VERBOSE") == "1":
             self.print_logs()
         if self.dir and getattr(self, "devdb", None):
@@ -548,6 +564,7 @@ class Cluster:
         there is killed and the tree removed."""
         if not self._cgroup_root:
             self._cgroup_root = "muster-test-%d-%s" % (os.getpid(), secrets.token_hex(3))
+            self._tell_watchdog("cgroup " + self._cgroup_root)  # even if we get killed
         return self._cgroup_root
 
     def agent_flags(self, identity=False):
@@ -573,6 +590,7 @@ class Cluster:
         if r.returncode != 0:
             raise RuntimeError("useradd %s: %s" % (name, r.stderr))
         self._users.append(name)
+        self._tell_watchdog("user " + name)
         import pwd
         return pwd.getpwnam(name)
 
@@ -583,6 +601,7 @@ class Cluster:
         if r.returncode != 0:
             raise RuntimeError("groupadd %s: %s" % (name, r.stderr))
         self._users.append("group:" + name)
+        self._tell_watchdog("user group:" + name)
         return name
 
     def make_tenant(self, name, parent="root", **fields):
