@@ -426,6 +426,16 @@ static int setup_node(struct agent *a, struct mu_error *err)
 
 	n->state_dir = state_dir;
 	n->name = node_name;
+	/* the node's name is a directory of its cgroups and of the state file's lines */
+	bool ok = *node_name && strcmp(node_name, ".") && strcmp(node_name, "..");
+	for (const char *p = node_name; *p && ok; p++)
+		ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		     *p == '.' || *p == '_' || *p == '-';
+	if (!ok) {
+		fprintf(stderr, "muster-agent: --node %s: letters, digits, '.', '_' and '-' only\n",
+			node_name);
+		return MU_EINVAL;
+	}
 	if (pids_max < 0 || pids_max > 4194304) {
 		fprintf(stderr, "muster-agent: --pids-max must be 0..4194304\n");
 		return MU_EINVAL;
