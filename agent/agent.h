@@ -32,6 +32,7 @@ struct ag_gpu {
 	int temperature;
 	long long ecc_errors;
 	bool healthy;
+	int minor; /* /dev/nvidia<minor> (NVML's minor number; fake: the index) */
 	int xids[AG_MAX_XIDS]; /* XIDs since the last ag_gpus_take_xids() */
 	int nxids;
 };
@@ -70,7 +71,108 @@ void ag_nvml_close(struct ag_gpus *g);
  * is normally "/sys/class/net" (tests point it elsewhere). */
 bool ag_link_up(const char *root, const char *iface);
 
+/* ---- Identity (runas.c) ---- */
+
+#define AG_MAX_GROUPS 256
+
+/* Whose account a job may run as (agent flags --min-uid, --allow-root-jobs,
+ * --single-user). */
+struct ag_runas_policy {
+	long min_uid;
+	bool allow_root;
+	bool single_user;    /* every job runs as the agent's own user */
+	uid_t agent_uid;     /* geteuid() of the agent */
+	char agent_user[256];
+};
+
+/* The account a run's processes get, resolved in the agent before fork. */
+struct ag_ident {
+	uid_t uid;
+	gid_t gid;
+	char name[256];
+	char home[1024];
+	char shell[256];
+	gid_t groups[AG_MAX_GROUPS];
+	int ngroups;
+	bool drop; /* the agent is root: setgroups/setgid/setuid before exec */
+};
+
+/* The agent's own account; MU_EINVAL when its uid has no passwd entry. */
+int ag_runas_policy_init(struct ag_runas_policy *p, long min_uid, bool allow_root,
+			 bool single_user);
+/* The account for a job of `user` (single-user: the agent's). Missing,
+ * root without allow_root, uid below min_uid, or another user than the
+ * agent's own on a non-root agent: MU_EFORBIDDEN with `why` filled (the
+ * run ends `bad_user`). */
+int ag_runas_resolve(const struct ag_runas_policy *p, const char *user, struct ag_ident *id,
+		     char *why, size_t whyn);
+/* In the forked child only (system calls, no NSS): groups, gid, uid, all
+ * three of each; then proves setuid(0) fails. 0 or -errno. */
+int ag_runas_drop(const struct ag_ident *id);
+
+/* ---- cgroups (cgroup.c) ---- */
+
+enum ag_cg_mode { AG_CG_OFF, AG_CG_V2, AG_CG_HYBRID, AG_CG_V1 };
+enum { AG_CG_MEMORY, AG_CG_PIDS, AG_CG_DEVICES, AG_CG_FREEZER, AG_CG_CPU, AG_CG_NV1 };
+
+/* The hierarchies found at start (ag_cg_detect); borrowed by every run. */
+struct ag_cg {
+	enum ag_cg_mode mode;
+	char mount[256]; /* /sys/fs/cgroup */
+	char root[256];  /* relative to each hierarchy: "muster" */
+	char v2[300];    /* the cgroup2 mount ("" none): mount, or mount/unified */
+	bool v1[AG_CG_NV1];
+	bool v2_memory, v2_cpu, v2_pids;
+	char v2_ctrl[64]; /* "+memory +cpu +pids": what the v2 root offers */
+	bool devices_bpf; /* deny GPUs with a BPF device program (v2) */
+};
+
+struct ag_cg_limits {
+	int64_t mem_bytes; /* 0 = none */
+	int cpus;          /* 0 = none */
+	int pids_max;      /* 0 = none */
+	int ndeny;         /* char devices the run may not open */
+	int deny_major[AG_MAX_GPUS];
+	int deny_minor[AG_MAX_GPUS];
+};
+
+/* mode "auto" (use what is there; a root that cannot be created is a
+ * warning and no cgroups), "on" (the same, but an error), "v1" (the v1
+ * controllers only, even where a v2 hierarchy is mounted too: hosts whose
+ * v2 is not writable, and tests of the freezer path), "off". */
+int ag_cg_detect(struct ag_cg *c, const char *mode, const char *mount, const char *root,
+		 struct mu_error *err);
+const char *ag_cg_mode_name(const struct ag_cg *c);
+/* The run's cgroup `name` ("<root>/<node>/run-<id>") in every hierarchy,
+ * with its limits. A limit that cannot be set: MU_E* and `why`. */
+int ag_cg_create(const struct ag_cg *c, const char *name, const struct ag_cg_limits *lim,
+		 char *why, size_t whyn);
+/* Moves `pid` into it (open/write/close only: safe after fork). 0/-errno. */
+int ag_cg_enter(const struct ag_cg *c, const char *name, pid_t pid);
+/* Processes in it; -1 when it does not exist (or cgroups are off). */
+int ag_cg_nprocs(const struct ag_cg *c, const char *name);
+bool ag_cg_exists(const struct ag_cg *c, const char *name);
+/* `sig` to every process in it. */
+void ag_cg_signal(const struct ag_cg *c, const char *name, int sig);
+/* SIGKILL to everything in it: cgroup.kill (v2), else freeze, kill, thaw. */
+void ag_cg_kill(const struct ag_cg *c, const char *name);
+/* True when the kernel OOM-killed a process in it. */
+bool ag_cg_oom(const struct ag_cg *c, const char *name);
+/* Removes the (empty) cgroup from every hierarchy. */
+void ag_cg_remove(const struct ag_cg *c, const char *name);
+
 /* ---- Launch contract (launch.c) ---- */
+
+/* What every run on this node shares (main.c fills it; borrowed). */
+struct ag_node {
+	const char *state_dir;
+	const char *name; /* the node's name: a component of its cgroups */
+	struct ag_runas_policy runas;
+	struct ag_cg cg;
+	int ngpu_devs;
+	dev_t gpu_dev[AG_MAX_GPUS]; /* GPU i's device node (0: unknown, not confined) */
+	int pids_max;               /* per run (--pids-max), 0 = none */
+};
 
 struct ag_gang_node {
 	char *name;
@@ -84,6 +186,7 @@ struct ag_spec {
 	int64_t job_id;
 	int attempt;
 	char *job_name;
+	char *user;  /* the job's user: the account it runs as */
 	char **argv; /* NULL-terminated */
 	char **env;  /* "K=V", NULL-terminated: the job's env */
 	char *workdir;
@@ -99,16 +202,19 @@ struct ag_spec {
 	int64_t time_limit_s;
 	bool stop;
 	int grace_period_s;
+	int64_t mem_per_node;  /* bytes, 0 = no limit */
+	int cpus_per_node;     /* 0 = no limit */
 };
 
 void ag_spec_free(struct ag_spec *s);
 
 /* The environment of local process `local_rank` of the run: `base`
  * (normally environ, borrowed; MUSTER_* entries are dropped so the agent's
- * token never leaks), then the job's env, then the launch contract. Returns
- * a new NULL-terminated array (free with ag_env_free). */
+ * token never leaks), then the job's env, then the launch contract and,
+ * with `id`, HOME, USER, LOGNAME and SHELL of the account. Returns a new
+ * NULL-terminated array (free with ag_env_free). */
 char **ag_launch_env(const struct ag_spec *s, int local_rank, const char *hostfile,
-		     char *const *base);
+		     char *const *base, const struct ag_ident *id);
 void ag_env_free(char **env);
 /* Writes the gang hostfile ("<address or name> slots=<gpus>" per node, rank
  * order) to `path` atomically. */
@@ -131,6 +237,10 @@ struct ag_run {
 	int nprocs;
 	pid_t pids[AG_MAX_PROCS]; /* our children (0 when reaped or adopted) */
 	char dir[4096];           /* per-run directory: logs, hostfile, exit files */
+	char cgroup[512];         /* "<root>/<node>/run-<id>", "" = none (we created it) */
+	const struct ag_cg *cg;   /* borrowed: the node's hierarchies */
+	char end_reason[32];      /* bad_user, bad_workdir, oom, ... ("" = none) */
+	bool leftovers_killed;    /* the cgroup's stragglers got their KILL */
 	double started;           /* monotonic seconds */
 	double ended;             /* monotonic seconds when it became DONE */
 	double deadline;          /* time-limit backstop, 0 = none */
@@ -148,10 +258,13 @@ double ag_now(void);
 /* /proc/<pid>/stat start time, 0 when the process does not exist. */
 unsigned long long ag_proc_start_time(pid_t pid);
 
-/* Starts the run's processes (one new process group) under `state_dir`.
- * On failure r->state is DONE with message set and MU_E* is returned. */
-int ag_run_start(struct ag_run *r, const struct ag_spec *s, const char *state_dir);
-/* TERM to the group, KILL after grace_s (grace_s < 0: KILL now). */
+/* Starts the run's processes (one new process group, one cgroup) under
+ * n->state_dir, as the account of s->user. Returns once every process has
+ * exec'd or failed to. On failure r->state is DONE with message and
+ * end_reason set and MU_E* is returned. */
+int ag_run_start(struct ag_run *r, const struct ag_spec *s, const struct ag_node *n);
+/* TERM to the group and the cgroup, KILL of the whole cgroup after grace_s
+ * (grace_s < 0: KILL now). */
 void ag_run_stop(struct ag_run *r, int grace_s, const char *why);
 /* Reaps, escalates to KILL, enforces the time limit; moves the run to DONE
  * (exit_code/exit_signal from the per-process exit files) when its group is
@@ -186,10 +299,13 @@ int ag_reconcile_plan(const struct ag_desired *want, int nwant, const struct ag_
 /* State file: `<state_dir>/agent.state`, written atomically (temp + fsync +
  * rename). Records each run's id, group, leader start time, state, exit. */
 int ag_state_save(const char *state_dir, const struct ag_run *runs, int nruns);
-/* Loads the runs saved; live ones whose group still exists (same leader
- * start time) come back LIVE/STOPPING and adopted; ones whose group is gone
- * come back DONE with their exit files read. *runs is new (mu_free). */
-int ag_state_load(const char *state_dir, struct ag_run **runs, int *nruns);
+/* Loads the runs saved; live ones whose cgroup (recorded: only ones this
+ * agent created) or group still exists (same leader start time) come back
+ * LIVE/STOPPING and adopted; ones whose group is gone come back DONE with
+ * their exit files read. `cg` is borrowed by the runs. *runs is new
+ * (mu_free). */
+int ag_state_load(const char *state_dir, const struct ag_cg *cg, struct ag_run **runs,
+		  int *nruns);
 
 /* ---- Logs (logs.c): byte ranges of the per-process output files, and
  * their retention ---- */

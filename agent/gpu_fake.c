@@ -98,6 +98,7 @@ int ag_gpus_open_fake(struct ag_gpus *g, int count, const char *model, long long
 	for (int i = 0; i < count; i++) {
 		struct ag_gpu *gpu = &g->gpu[i];
 		gpu->index = i;
+		gpu->minor = i;
 		snprintf(gpu->uuid, sizeof(gpu->uuid), "GPU-fake%08x-0000-4000-8000-%012d", h, i);
 		snprintf(gpu->model, sizeof(gpu->model), "%s", model);
 		gpu->memory_mb = memory_mb;

@@ -45,6 +45,7 @@ struct nvml {
 	nvmlReturn_t (*uuid)(nvmlDevice_t, char *, unsigned int);
 	nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned int);
 	nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t *);
+	nvmlReturn_t (*minor)(nvmlDevice_t, unsigned int *);
 	nvmlReturn_t (*util)(nvmlDevice_t, nvmlUtilization_t *);
 	nvmlReturn_t (*temp)(nvmlDevice_t, int, unsigned int *);
 	nvmlReturn_t (*ecc)(nvmlDevice_t, int, int, unsigned long long *);
@@ -91,6 +92,7 @@ int ag_nvml_open(struct ag_gpus *g, struct mu_error *err)
 	SYM(uuid, "nvmlDeviceGetUUID", true);
 	SYM(name, "nvmlDeviceGetName", true);
 	SYM(memory, "nvmlDeviceGetMemoryInfo", true);
+	SYM(minor, "nvmlDeviceGetMinorNumber", false);
 	SYM(util, "nvmlDeviceGetUtilizationRates", false);
 	SYM(temp, "nvmlDeviceGetTemperature", false);
 	SYM(ecc, "nvmlDeviceGetTotalEccErrors", false);
@@ -122,6 +124,12 @@ int ag_nvml_open(struct ag_gpus *g, struct mu_error *err)
 		}
 		gpu->index = (int)i;
 		gpu->healthy = true;
+		/* the device node the cgroup must deny is /dev/nvidia<minor>, which
+		 * differs from the index when GPUs are reordered or hidden */
+		unsigned int minor = i;
+		if (nv->minor && nv->minor(nv->dev[i], &minor) != NVML_SUCCESS)
+			minor = i;
+		gpu->minor = (int)minor;
 		nv->uuid(nv->dev[i], gpu->uuid, sizeof(gpu->uuid));
 		nv->name(nv->dev[i], gpu->model, sizeof(gpu->model));
 		if (nv->memory(nv->dev[i], &mem) == NVML_SUCCESS)

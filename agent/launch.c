@@ -3,19 +3,23 @@
  * stop (TERM, grace, KILL), the time-limit backstop, reaping.
  *
  * Each process of a run is started through a small keeper (a forked copy
- * of the agent in the run's process group) that waits for the real
- * process and writes its exit status to `<run dir>/exit.<local rank>`, so
- * an agent restarted while the run went on still learns how it ended.
+ * of the agent in the run's process group and cgroup, still root) that
+ * waits for the real process and writes its exit status to
+ * `<run dir>/exit.<local rank>`, so an agent restarted while the run went
+ * on still learns how it ended. The real process becomes the job's
+ * account (runas.c) before it opens its logs or enters its workdir.
  */
 #define _GNU_SOURCE /* execvpe */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,6 +64,7 @@ void ag_spec_free(struct ag_spec *s)
 	if (!s)
 		return;
 	mu_free(s->job_name);
+	mu_free(s->user);
 	for (char **a = s->argv; a && *a; a++)
 		mu_free(*a);
 	mu_free(s->argv);
@@ -128,7 +133,7 @@ static void env_int(struct envb *b, const char *name, long long v)
 }
 
 char **ag_launch_env(const struct ag_spec *s, int local_rank, const char *hostfile,
-		     char *const *base)
+		     char *const *base, const struct ag_ident *id)
 {
 	struct envb b = { 0 };
 	b.v = mu_grow(NULL, &b.cap, 1, sizeof(char *));
@@ -185,6 +190,17 @@ char **ag_launch_env(const struct ag_spec *s, int local_rank, const char *hostfi
 	env_int(&b, "SLURM_NTASKS", world);
 	if (hostfile)
 		env_set(&b, "MUSTER_HOSTFILE", hostfile);
+	if (id) {
+		env_set(&b, "HOME", id->home);
+		env_set(&b, "USER", id->name);
+		env_set(&b, "LOGNAME", id->name);
+		env_set(&b, "SHELL", id->shell);
+	}
+	bool path = false;
+	for (size_t i = 0; i < b.n && !path; i++)
+		path = strncmp(b.v[i], "PATH=", 5) == 0;
+	if (!path)
+		env_set(&b, "PATH", "/usr/local/bin:/usr/bin:/bin");
 	mu_free(nodelist);
 	return b.v;
 }
@@ -269,7 +285,7 @@ int ag_update_hostfile(const struct ag_spec *s, const char *path, bool *changed)
 	return rc;
 }
 
-static int mkdirs(const char *path)
+static int mkdirs(const char *path, mode_t last)
 {
 	char buf[4096];
 	snprintf(buf, sizeof(buf), "%s", path);
@@ -281,14 +297,34 @@ static int mkdirs(const char *path)
 			*p = '/';
 		}
 	}
-	if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+	if (mkdir(buf, last) != 0 && errno != EEXIST)
 		return MU_EIO;
 	return 0;
 }
 
-/* In the keeper (child of the agent, in the run's group): start the real
- * process, wait for it, record how it ended. Never returns. */
-static void keeper(const struct ag_spec *s, struct ag_run *r, int local, char **env)
+/* The fd on which a process tells the agent why it could not exec
+ * ("<end reason>\t<message>"); EOF without a word means it did. */
+#define START_FD 3
+
+/* In the child, before exec: write the failure to the agent and the err
+ * log, and end. Only async-signal-safe calls. */
+static void __attribute__((noreturn)) child_fail(const char *reason, const char *what,
+						 const char *arg, int e)
+{
+	char msg[600];
+	int n = snprintf(msg, sizeof(msg), "%s\t%s %s: %s", reason, what, arg, strerror(e));
+	if (n > 0 && write(START_FD, msg, (size_t)n) < 0)
+		n = 0;
+	dprintf(2, "muster-agent: %s %s: %s\n", what, arg, strerror(e));
+	_exit(127);
+}
+
+/* In the keeper (child of the agent, in the run's group and cgroup): start
+ * the real process, wait for it, record how it ended. Never returns. The
+ * keeper stays root (it writes the exit file where the job cannot); the
+ * job's process drops to the account before it opens anything. */
+static void keeper(const struct ag_spec *s, struct ag_run *r, const struct ag_node *n,
+		   const struct ag_ident *id, int local, char **env, int start_fd)
 {
 	char out[4200], err[4200], exitf[4200];
 	snprintf(out, sizeof(out), "%s/proc%d.out", r->dir, local);
@@ -296,33 +332,60 @@ static void keeper(const struct ag_spec *s, struct ag_run *r, int local, char **
 	snprintf(exitf, sizeof(exitf), "%s/exit.%d", r->dir, local);
 	/* Nothing of the agent's (its gRPC socket above all) may stay open in
 	 * the keeper or the job: a killed agent's connection must close. */
-	if (close_range(3, ~0U, 0) != 0)
-		for (int fd = 3; fd < 65536; fd++)
+	if (start_fd != START_FD) {
+		dup2(start_fd, START_FD);
+		close(start_fd);
+	}
+	fcntl(START_FD, F_SETFD, FD_CLOEXEC);
+	if (close_range(START_FD + 1, ~0U, 0) != 0)
+		for (int fd = START_FD + 1; fd < 65536; fd++)
 			close(fd);
+	/* into the run's cgroup before anything forks */
+	int e = ag_cg_enter(&n->cg, r->cgroup, getpid());
+	if (e != 0)
+		child_fail("launch_failed", "cgroup", r->cgroup, -e);
+	/* an OOM kill in the run's cgroup takes the job, never its keeper */
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (write(fd, "-1000", 5) < 0)
+			e = errno;
+		close(fd);
+	}
 	pid_t pid = fork();
 	if (pid < 0)
-		_exit(127);
+		child_fail("launch_failed", "fork", "", errno);
 	if (pid == 0) {
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGPIPE, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			if (write(fd, "0", 1) < 0)
+				e = errno;
+			close(fd);
+		}
+		if ((e = ag_runas_drop(id)) != 0)
+			child_fail("bad_user", "become", id->name, -e);
+		/* opened as the account: the job cannot point the agent at files */
 		int in = open("/dev/null", O_RDONLY);
-		int o = open(out, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		int e = open(err, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		if (in < 0 || o < 0 || e < 0)
-			_exit(127);
+		int o = open(out, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+		if (o < 0)
+			child_fail("launch_failed", "open", out, errno);
+		int ef = open(err, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+		if (in < 0 || ef < 0)
+			child_fail("launch_failed", "open", err, errno);
 		dup2(in, 0);
 		dup2(o, 1);
-		dup2(e, 2);
-		const char *wd = s->workdir && *s->workdir ? s->workdir : r->dir;
-		if (chdir(wd) != 0) {
-			dprintf(2, "muster-agent: workdir %s: %s\n", wd, strerror(errno));
-			_exit(127);
-		}
+		dup2(ef, 2);
+		const char *wd = s->workdir && *s->workdir ? s->workdir : id->home;
+		if (chdir(wd) != 0)
+			child_fail("bad_workdir", "workdir", wd, errno);
 		execvpe(s->argv[0], s->argv, env);
 		dprintf(2, "muster-agent: exec %s: %s\n", s->argv[0], strerror(errno));
 		_exit(127);
 	}
+	close(START_FD);
 	/* The keeper outlives a TERM to the group so it can record the exit. */
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
@@ -333,63 +396,190 @@ static void keeper(const struct ag_spec *s, struct ag_run *r, int local, char **
 	char line[64];
 	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
 	int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-	int n = snprintf(line, sizeof(line), "%d %d\n", code, sig);
-	write_atomic(exitf, line, (size_t)n);
+	int len = snprintf(line, sizeof(line), "%d %d\n", code, sig);
+	write_atomic(exitf, line, (size_t)len);
 	_exit(sig ? 128 + sig : code);
 }
 
-int ag_run_start(struct ag_run *r, const struct ag_spec *s, const char *state_dir)
+/* A log file created by the agent in the run's directory (which only the
+ * agent can write), owned by the account, mode 0600. */
+static int make_log(const char *path, const struct ag_ident *id)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int rc = 0;
+	if (fd < 0)
+		return -errno;
+	if ((id->drop && fchown(fd, id->uid, id->gid) != 0) || fchmod(fd, 0600) != 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+/* Reads what the processes said before exec (see START_FD): 0 when all
+ * exec'd, else the first failure in r->end_reason / r->message. */
+static int wait_started(struct ag_run *r, int *fds, int nfds)
+{
+	int rc = 0;
+	double until = ag_now() + 30;
+	for (int i = 0; i < nfds; i++) {
+		char buf[600];
+		size_t got = 0;
+		for (;;) {
+			int left = (int)((until - ag_now()) * 1000);
+			struct pollfd p = { .fd = fds[i], .events = POLLIN };
+			if (left <= 0 || poll(&p, 1, left) == 0) {
+				snprintf(buf, sizeof(buf), "launch_failed\tprocess %d did not exec within 30s", i);
+				got = strlen(buf);
+				break;
+			}
+			ssize_t k = read(fds[i], buf + got, sizeof(buf) - 1 - got);
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0 || got + (size_t)k >= sizeof(buf) - 1) {
+				if (k > 0)
+					got += (size_t)k;
+				break;
+			}
+			got += (size_t)k;
+		}
+		buf[got] = '\0';
+		if (got && !rc) {
+			char *tab = strchr(buf, '\t');
+			if (tab)
+				*tab = '\0';
+			snprintf(r->end_reason, sizeof(r->end_reason), "%.31s", buf);
+			snprintf(r->message, sizeof(r->message), "%.159s", tab ? tab + 1 : buf);
+			rc = MU_EINVAL;
+		}
+	}
+	return rc;
+}
+
+int ag_run_start(struct ag_run *r, const struct ag_spec *s, const struct ag_node *n)
 {
 	int rc = 0;
 	char hostfile[4200];
 	char **env = NULL;
+	struct ag_ident *id = mu_calloc(1, sizeof(*id));
+	struct ag_cg_limits *lim = mu_calloc(1, sizeof(*lim));
+	int fds[AG_MAX_PROCS];
+	int nfds = 0;
 	memset(r, 0, sizeof(*r));
 	r->run_id = s->run_id;
 	r->job_id = s->job_id;
 	r->state = AG_RUN_LIVE;
 	r->started = ag_now();
+	r->cg = &n->cg;
 	if (s->time_limit_s > 0) {
 		r->deadline = r->started + (double)s->time_limit_s;
 		r->deadline_epoch = (int64_t)time(NULL) + s->time_limit_s;
 	}
-	snprintf(r->dir, sizeof(r->dir), "%s/runs/%" PRId64, state_dir, s->run_id);
+	snprintf(r->dir, sizeof(r->dir), "%s/runs/%" PRId64, n->state_dir, s->run_id);
 	int ppn = s->procs_per_node > 0 ? s->procs_per_node : 1;
 	if (ppn > AG_MAX_PROCS || !s->argv || !s->argv[0]) {
 		snprintf(r->message, sizeof(r->message), "%s",
 			 ppn > AG_MAX_PROCS ? "too many processes per node" : "empty command");
+		snprintf(r->end_reason, sizeof(r->end_reason), "launch_failed");
 		rc = MU_EINVAL;
 		goto out;
 	}
-	if (mkdirs(r->dir) != 0) {
+	if (ag_runas_resolve(&n->runas, s->user, id, r->message, sizeof(r->message)) != 0) {
+		snprintf(r->end_reason, sizeof(r->end_reason), "bad_user");
+		rc = MU_EFORBIDDEN;
+		goto out;
+	}
+	if (s->workdir && *s->workdir && s->workdir[0] != '/') {
+		snprintf(r->message, sizeof(r->message), "workdir %.120s is not an absolute path",
+			 s->workdir);
+		snprintf(r->end_reason, sizeof(r->end_reason), "bad_workdir");
+		rc = MU_EINVAL;
+		goto out;
+	}
+	/* the run's directory: the agent's (exit files, hostfile), readable by
+	 * the account's group; the logs in it are the account's own */
+	snprintf(hostfile, sizeof(hostfile), "%s/runs", n->state_dir);
+	if (mkdirs(hostfile, 0755) != 0 || mkdirs(r->dir, 0750) != 0 ||
+	    (id->drop && chown(r->dir, 0, id->gid) != 0) || chmod(r->dir, 0750) != 0) {
 		snprintf(r->message, sizeof(r->message), "cannot create %.80s: %s", r->dir, strerror(errno));
+		snprintf(r->end_reason, sizeof(r->end_reason), "launch_failed");
 		rc = MU_EIO;
 		goto out;
 	}
 	for (int i = 0; i < ppn; i++) {
-		char exitf[4200];
-		snprintf(exitf, sizeof(exitf), "%s/exit.%d", r->dir, i);
-		unlink(exitf); /* a rerun of the same run id never reads an old exit */
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/exit.%d", r->dir, i);
+		unlink(path); /* a rerun of the same run id never reads an old exit */
+		for (int k = 0; k < 2; k++) {
+			snprintf(path, sizeof(path), "%s/proc%d.%s", r->dir, i, k ? "err" : "out");
+			int e = make_log(path, id);
+			if (e != 0) {
+				snprintf(r->message, sizeof(r->message), "cannot create %.120s: %s", path,
+					 strerror(-e));
+				snprintf(r->end_reason, sizeof(r->end_reason), "launch_failed");
+				rc = MU_EIO;
+				goto out;
+			}
+		}
 	}
 	snprintf(hostfile, sizeof(hostfile), "%s/hostfile", r->dir);
 	if (ag_write_hostfile(s, hostfile) != 0) {
 		snprintf(r->message, sizeof(r->message), "cannot write %.120s", hostfile);
+		snprintf(r->end_reason, sizeof(r->end_reason), "launch_failed");
 		rc = MU_EIO;
+		goto out;
+	}
+	if (n->cg.mode != AG_CG_OFF) {
+		snprintf(r->cgroup, sizeof(r->cgroup), "%s/%s/run-%" PRId64, n->cg.root, n->name,
+			 s->run_id);
+		lim->mem_bytes = s->mem_per_node;
+		lim->cpus = s->cpus_per_node;
+		lim->pids_max = n->pids_max;
+		for (int g = 0; g < n->ngpu_devs && g < AG_MAX_GPUS; g++) {
+			bool granted = false;
+			for (int k = 0; k < s->ngpu_indices; k++)
+				granted |= s->gpu_indices[k] == g;
+			if (!granted && n->gpu_dev[g]) {
+				lim->deny_major[lim->ndeny] = (int)major(n->gpu_dev[g]);
+				lim->deny_minor[lim->ndeny++] = (int)minor(n->gpu_dev[g]);
+			}
+		}
+		rc = ag_cg_create(&n->cg, r->cgroup, lim, r->message, sizeof(r->message));
+		if (rc != 0) {
+			snprintf(r->end_reason, sizeof(r->end_reason), "launch_failed");
+			goto out;
+		}
+	} else if (s->mem_per_node > 0) {
+		snprintf(r->message, sizeof(r->message),
+			 "mem_per_node needs cgroups, which are off on this node");
+		snprintf(r->end_reason, sizeof(r->end_reason), "launch_failed");
+		rc = MU_EUNAVAIL;
 		goto out;
 	}
 	extern char **environ;
 	r->nprocs = ppn;
 	for (int i = 0; i < ppn; i++) {
-		env = ag_launch_env(s, i, hostfile, environ);
+		int pfd[2];
+		if (pipe2(pfd, O_CLOEXEC) != 0) {
+			snprintf(r->message, sizeof(r->message), "pipe: %s", strerror(errno));
+			rc = MU_EIO;
+			goto out;
+		}
+		env = ag_launch_env(s, i, hostfile, environ, id);
 		pid_t pid = fork();
 		if (pid < 0) {
+			close(pfd[0]);
+			close(pfd[1]);
 			snprintf(r->message, sizeof(r->message), "fork: %s", strerror(errno));
 			rc = MU_EIO;
 			goto out;
 		}
 		if (pid == 0) {
+			close(pfd[0]);
 			setpgid(0, r->pgid); /* 0 for the first: a new group */
-			keeper(s, r, i, env);
+			keeper(s, r, n, id, i, env, pfd[1]);
 		}
+		close(pfd[1]);
+		fds[nfds++] = pfd[0];
 		if (i == 0)
 			r->pgid = pid;
 		setpgid(pid, r->pgid); /* both sides, no race */
@@ -398,37 +588,56 @@ int ag_run_start(struct ag_run *r, const struct ag_spec *s, const char *state_di
 		env = NULL;
 	}
 	r->start_time = ag_proc_start_time(r->pgid);
-	mu_info("run=%" PRId64 " job=%" PRId64 " started pgid=%d procs=%d dir=%s", r->run_id,
-		r->job_id, (int)r->pgid, ppn, r->dir);
+	rc = wait_started(r, fds, nfds);
+	if (rc)
+		goto out;
+	mu_info("run=%" PRId64 " job=%" PRId64 " started pgid=%d procs=%d user=%s uid=%d cgroup=%s"
+		" dir=%s", r->run_id, r->job_id, (int)r->pgid, ppn, id->name, (int)id->uid,
+		r->cgroup[0] ? r->cgroup : "-", r->dir);
 out:
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
 	ag_env_free(env);
 	if (rc) {
 		if (r->pgid > 0)
 			kill(-r->pgid, SIGKILL);
+		ag_cg_kill(r->cg, r->cgroup);
+		for (int i = 0; i < r->nprocs; i++)
+			if (r->pids[i] > 0 && waitpid(r->pids[i], NULL, 0) == r->pids[i])
+				r->pids[i] = 0;
+		if (r->cgroup[0] && ag_cg_nprocs(r->cg, r->cgroup) <= 0)
+			ag_cg_remove(r->cg, r->cgroup);
 		r->state = AG_RUN_DONE;
 		r->exit_code = 127;
-		mu_err("run=%" PRId64 " failed to start: %s", r->run_id, r->message);
+		mu_err("run=%" PRId64 " failed to start (%s): %s", r->run_id,
+		       r->end_reason[0] ? r->end_reason : "launch_failed", r->message);
 	}
+	mu_free(lim);
+	mu_free(id);
 	return rc;
 }
 
 void ag_run_stop(struct ag_run *r, int grace_s, const char *why)
 {
-	if (r->state == AG_RUN_DONE || r->pgid <= 0)
+	if (r->state == AG_RUN_DONE || (r->pgid <= 0 && !r->cgroup[0]))
 		return;
 	if (grace_s < 0) {
-		kill(-r->pgid, SIGKILL);
+		if (r->pgid > 0)
+			kill(-r->pgid, SIGKILL);
+		ag_cg_kill(r->cg, r->cgroup);
 		r->kill_at = ag_now();
 	} else if (r->state == AG_RUN_LIVE) {
-		kill(-r->pgid, SIGTERM);
+		if (r->pgid > 0)
+			kill(-r->pgid, SIGTERM);
+		ag_cg_signal(r->cg, r->cgroup, SIGTERM); /* those that left the group too */
 		r->kill_at = ag_now() + grace_s;
 	} else {
 		return;
 	}
 	r->state = AG_RUN_STOPPING;
 	snprintf(r->message, sizeof(r->message), "%s", why ? why : "stopped");
-	mu_info("run=%" PRId64 " stopping pgid=%d grace=%ds: %s", r->run_id, (int)r->pgid,
-		grace_s < 0 ? 0 : grace_s, r->message);
+	mu_info("run=%" PRId64 " stopping pgid=%d cgroup=%s grace=%ds: %s", r->run_id, (int)r->pgid,
+		r->cgroup[0] ? r->cgroup : "-", grace_s < 0 ? 0 : grace_s, r->message);
 }
 
 void ag_reap(struct ag_run *runs, int nruns)
@@ -446,28 +655,35 @@ void ag_reap(struct ag_run *runs, int nruns)
 }
 
 /* Exit code/signal from the keepers' exit files (a keeper killed by KILL
- * leaves none: that process ended by SIGKILL). */
-static void read_exits(struct ag_run *r)
+ * leaves none: that process ended by SIGKILL). Returns how many exist. */
+static int read_exits(struct ag_run *r, bool set)
 {
-	r->exit_code = 0;
-	r->exit_signal = 0;
+	int found = 0;
+	if (set) {
+		r->exit_code = 0;
+		r->exit_signal = 0;
+	}
 	for (int i = 0; i < r->nprocs; i++) {
 		char path[4200];
 		int code = 0, sig = SIGKILL;
 		snprintf(path, sizeof(path), "%s/exit.%d", r->dir, i);
 		FILE *f = fopen(path, "r");
 		if (f) {
+			found++;
 			if (fscanf(f, "%d %d", &code, &sig) != 2) {
 				code = 0;
 				sig = SIGKILL;
 			}
 			fclose(f);
 		}
+		if (!set)
+			continue;
 		if (code && !r->exit_code)
 			r->exit_code = code;
 		if (sig && !r->exit_signal)
 			r->exit_signal = sig;
 	}
+	return found;
 }
 
 bool ag_run_poll(struct ag_run *r)
@@ -477,15 +693,41 @@ bool ag_run_poll(struct ag_run *r)
 	double now = ag_now();
 	if (r->state == AG_RUN_LIVE && r->deadline > 0 && now >= r->deadline)
 		ag_run_stop(r, 10, "time limit reached");
-	if (r->state == AG_RUN_STOPPING && now >= r->kill_at && r->pgid > 0)
-		kill(-r->pgid, SIGKILL);
+	if (r->state == AG_RUN_STOPPING && now >= r->kill_at) {
+		if (r->pgid > 0)
+			kill(-r->pgid, SIGKILL);
+		ag_cg_kill(r->cg, r->cgroup);
+	}
 	for (int i = 0; i < r->nprocs; i++)
 		if (r->pids[i] > 0)
 			return false; /* a keeper of ours still runs (or is unreaped) */
-	if (r->pgid > 0 && kill(-r->pgid, 0) == 0)
+	if (r->cgroup[0] && ag_cg_exists(r->cg, r->cgroup)) {
+		/* the run is over when its cgroup is empty; once every process the
+		 * agent started has ended, what they left behind is killed */
+		int left = ag_cg_nprocs(r->cg, r->cgroup);
+		if (left > 0) {
+			if (!r->leftovers_killed && (!r->adopted || read_exits(r, false) == r->nprocs)) {
+				mu_info("run=%" PRId64 " its processes ended: killing %d left in cgroup %s",
+					r->run_id, left, r->cgroup);
+				ag_cg_kill(r->cg, r->cgroup);
+				r->leftovers_killed = true;
+			}
+			return false;
+		}
+	} else if (r->pgid > 0 && kill(-r->pgid, 0) == 0) {
 		return false; /* adopted, or a process the keeper left behind */
-	read_exits(r);
+	}
+	read_exits(r, true);
+	if (r->cgroup[0]) {
+		if (ag_cg_oom(r->cg, r->cgroup) && !r->end_reason[0]) {
+			snprintf(r->end_reason, sizeof(r->end_reason), "oom");
+			snprintf(r->message, sizeof(r->message),
+				 "out of memory: the kernel killed a process of the run at its memory limit");
+		}
+		ag_cg_remove(r->cg, r->cgroup);
+	}
 	r->state = AG_RUN_DONE;
-	mu_info("run=%" PRId64 " exited code=%d signal=%d", r->run_id, r->exit_code, r->exit_signal);
+	mu_info("run=%" PRId64 " exited code=%d signal=%d%s%s", r->run_id, r->exit_code,
+		r->exit_signal, r->end_reason[0] ? " reason=" : "", r->end_reason);
 	return true;
 }

@@ -29,8 +29,10 @@
 
 static char *api_addr, *token, *node_name, *address, *topology, *labels, *state_dir;
 static char *gpu_backend, *fake_model, *fabric_ifaces, *sysfs_net, *log_level;
-static long long fake_gpus, fake_memory_mb, heartbeat_ms, default_grace_s;
+static char *cgroups, *cgroup_root, *cgroup_devices, *gpu_dev_dir;
+static long long fake_gpus, fake_memory_mb, heartbeat_ms, default_grace_s, min_uid, pids_max;
 static long long log_retention_ms;
+static bool allow_root_jobs, single_user;
 
 static const struct mu_opt opts[] = {
 	{ "api", "MUSTER_AGENT_API", MU_OPT_STR, "127.0.0.1:9090",
@@ -62,6 +64,24 @@ static const struct mu_opt opts[] = {
 	  "where <iface>/operstate is read", &sysfs_net },
 	{ "default-grace", "MUSTER_AGENT_DEFAULT_GRACE", MU_OPT_INT, "30",
 	  "grace seconds when a stop order carries none", &default_grace_s },
+	{ "min-uid", "MUSTER_AGENT_MIN_UID", MU_OPT_INT, "1000",
+	  "jobs of accounts with a lower uid fail (bad_user)", &min_uid },
+	{ "allow-root-jobs", "MUSTER_AGENT_ALLOW_ROOT_JOBS", MU_OPT_BOOL, "false",
+	  "let a job run as root (uid 0); refused (bad_user) otherwise", &allow_root_jobs },
+	{ "single-user", "MUSTER_AGENT_SINGLE_USER", MU_OPT_BOOL, "false",
+	  "run every job as the agent's own account, whatever its user", &single_user },
+	{ "cgroups", "MUSTER_AGENT_CGROUPS", MU_OPT_STR, "auto",
+	  "auto | on (required) | v1 (v1 controllers only) | off: one cgroup per run", &cgroups },
+	{ "cgroup-root", "MUSTER_AGENT_CGROUP_ROOT", MU_OPT_STR, "muster",
+	  "the runs' cgroups go in <hierarchy>/<root>/<node>/run-<id>", &cgroup_root },
+	{ "pids-max", "MUSTER_AGENT_PIDS_MAX", MU_OPT_INT, "0",
+	  "most processes and threads of one run on this node (cgroup pids.max; 0 = no limit)",
+	  &pids_max },
+	{ "cgroup-devices", "MUSTER_AGENT_CGROUP_DEVICES", MU_OPT_STR, "auto",
+	  "auto | v1 (devices.deny) | bpf (cgroup v2 device program)", &cgroup_devices },
+	{ "gpu-dev-dir", "MUSTER_AGENT_GPU_DEV_DIR", MU_OPT_STR, "",
+	  "where GPU i's device node nvidia<i> is (default /dev with nvml, none with fake);"
+	  " a run's cgroup denies those of GPUs it was not granted", &gpu_dev_dir },
 	{ "log-level", "MUSTER_LOG_LEVEL", MU_OPT_STR, "info", "debug|info|warn|error",
 	  &log_level },
 	{ "log-retention", "MUSTER_AGENT_LOG_RETENTION", MU_OPT_DURATION, "7d",
@@ -70,6 +90,7 @@ static const struct mu_opt opts[] = {
 };
 
 struct agent {
+	struct ag_node node;
 	struct ag_gpus gpus;
 	struct ag_stream *stream;
 	struct ag_run *runs;
@@ -104,6 +125,7 @@ static void status_msg(struct agent *a, const struct ag_run *r, int64_t run_id,
 		st.exit_signal = r->exit_signal;
 		st.log_path = (char *)r->dir;
 		st.message = (char *)(msg ? msg : r->message);
+		st.end_reason = (char *)r->end_reason;
 	} else if (msg) {
 		st.message = (char *)msg;
 	}
@@ -122,6 +144,8 @@ static void spec_from(struct ag_spec *s, const Muster__V1__DesiredRun *d)
 	s->job_id = d->job_id;
 	s->attempt = d->attempt;
 	s->job_name = mu_strdup(d->job_name);
+	/* a tenant mapped to one service account runs every job as it */
+	s->user = mu_strdup(d->unix_account && *d->unix_account ? d->unix_account : d->user);
 	s->argv = mu_calloc(d->n_command + 1, sizeof(char *));
 	for (size_t i = 0; i < d->n_command; i++)
 		s->argv[i] = mu_strdup(d->command[i]);
@@ -151,6 +175,8 @@ static void spec_from(struct ag_spec *s, const Muster__V1__DesiredRun *d)
 	s->time_limit_s = d->time_limit_s;
 	s->stop = d->stop;
 	s->grace_period_s = d->grace_period_s;
+	s->mem_per_node = d->mem_per_node;
+	s->cpus_per_node = d->cpus_per_node;
 }
 
 /* Rewrites a live run's hostfile when its gang changed (elastic shrink). */
@@ -198,7 +224,7 @@ static void on_desired(struct agent *a, const Muster__V1__DesiredState *ds)
 			spec_from(&spec, d);
 			a->runs = mu_grow(a->runs, &a->cap, (size_t)a->nruns + 1, sizeof(*a->runs));
 			r = &a->runs[a->nruns++];
-			int rc = ag_run_start(r, &spec, state_dir);
+			int rc = ag_run_start(r, &spec, &a->node);
 			ag_spec_free(&spec);
 			a->dirty = true;
 			ag_state_save(state_dir, a->runs, a->nruns); /* before anyone hears of it */
@@ -478,6 +504,75 @@ static void split_ifaces(struct agent *a)
 	mu_free(copy);
 }
 
+/* Identity policy, cgroups, GPU device nodes: what every run shares. */
+static int setup_node(struct agent *a, struct mu_error *err)
+{
+	struct ag_node *n = &a->node;
+	struct stat st;
+	char path[4200];
+
+	n->state_dir = state_dir;
+	n->name = node_name;
+	/* the node's name is a directory of its cgroups and of the state file's lines */
+	bool ok = *node_name && strcmp(node_name, ".") && strcmp(node_name, "..");
+	for (const char *p = node_name; *p && ok; p++)
+		ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		     *p == '.' || *p == '_' || *p == '-';
+	if (!ok) {
+		fprintf(stderr, "muster-agent: --node %s: letters, digits, '.', '_' and '-' only\n",
+			node_name);
+		return MU_EINVAL;
+	}
+	if (pids_max < 0 || pids_max > 4194304) {
+		fprintf(stderr, "muster-agent: --pids-max must be 0..4194304\n");
+		return MU_EINVAL;
+	}
+	n->pids_max = (int)pids_max;
+	if (ag_runas_policy_init(&n->runas, (long)min_uid, allow_root_jobs, single_user) != 0) {
+		fprintf(stderr, "muster-agent: uid %d has no passwd entry\n", (int)geteuid());
+		return MU_EINVAL;
+	}
+	if (single_user)
+		mu_info("node=%s single-user: every job runs as %s (uid %d), whatever its user",
+			node_name, n->runas.agent_user, (int)n->runas.agent_uid);
+	else if (n->runas.agent_uid != 0)
+		mu_warn("node=%s this agent is not root: it can run jobs of its own user %s only;"
+			" jobs of other users fail (bad_user). --single-user runs every job as %s",
+			node_name, n->runas.agent_user, n->runas.agent_user);
+	else
+		mu_info("node=%s jobs run as their user's account (uid >= %lld%s)", node_name, min_uid,
+			allow_root_jobs ? ", root allowed" : "");
+	if (ag_cg_detect(&n->cg, cgroups, "/sys/fs/cgroup", cgroup_root, err) != 0) {
+		fprintf(stderr, "muster-agent: --cgroups %s: %s\n", cgroups, err->msg);
+		return MU_EINVAL;
+	}
+	if (!strcmp(cgroup_devices, "bpf"))
+		n->cg.devices_bpf = n->cg.v2[0] != 0;
+	else if (!strcmp(cgroup_devices, "v1"))
+		n->cg.devices_bpf = false;
+	else if (strcmp(cgroup_devices, "auto")) {
+		fprintf(stderr, "muster-agent: --cgroup-devices must be auto, v1 or bpf\n");
+		return MU_EINVAL;
+	}
+	const char *dev = *gpu_dev_dir ? gpu_dev_dir : a->gpus.kind == AG_GPU_NVML ? "/dev" : "";
+	n->ngpu_devs = *dev ? a->gpus.n : 0;
+	int found = 0;
+	for (int i = 0; i < n->ngpu_devs; i++) {
+		snprintf(path, sizeof(path), "%s/nvidia%d", dev, a->gpus.gpu[i].minor);
+		if (stat(path, &st) == 0 && S_ISCHR(st.st_mode)) {
+			n->gpu_dev[i] = st.st_rdev;
+			found++;
+		} else {
+			mu_warn("gpu=%d no device node %s: not confined", i, path);
+		}
+	}
+	mu_info("node=%s cgroups=%s root=%s v2=%s devices=%s gpu devices=%d/%d in %s", node_name,
+		ag_cg_mode_name(&n->cg), cgroup_root, n->cg.v2[0] ? n->cg.v2 : "-",
+		n->cg.devices_bpf ? "bpf" : n->cg.v1[AG_CG_DEVICES] ? "v1" : "-", found, a->gpus.n,
+		*dev ? dev : "-");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct mu_error err = { 0 };
@@ -537,7 +632,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	split_ifaces(&a);
-	if (ag_state_load(state_dir, &a.runs, &a.nruns) != 0) {
+	if (setup_node(&a, &err) != 0)
+		goto out;
+	if (ag_state_load(state_dir, &a.node.cg, &a.runs, &a.nruns) != 0) {
 		fprintf(stderr, "muster-agent: cannot read %s/agent.state\n", state_dir);
 		goto out;
 	}

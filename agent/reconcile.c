@@ -79,14 +79,15 @@ int ag_state_save(const char *state_dir, const struct ag_run *runs, int nruns)
 	FILE *f = fopen(tmp, "w");
 	if (!f)
 		goto out;
-	fprintf(f, "muster-agent-state 1\n");
+	fprintf(f, "muster-agent-state 2\n");
 	for (int i = 0; i < nruns; i++) {
 		const struct ag_run *r = &runs[i];
-		/* run <id> <job> <state> <pgid> <start time> <nprocs> <code> <signal>
-		 *     <deadline epoch> <dir> */
-		fprintf(f, "run %" PRId64 " %" PRId64 " %d %d %llu %d %d %d %" PRId64 " %s\n",
+		/* run2 <id> <job> <state> <pgid> <start time> <nprocs> <code> <signal>
+		 *      <deadline epoch> <cgroup|-> <end reason|-> <dir> */
+		fprintf(f, "run2 %" PRId64 " %" PRId64 " %d %d %llu %d %d %d %" PRId64 " %s %s %s\n",
 			r->run_id, r->job_id, (int)r->state, (int)r->pgid, r->start_time, r->nprocs,
-			r->exit_code, r->exit_signal, r->deadline_epoch, r->dir);
+			r->exit_code, r->exit_signal, r->deadline_epoch, r->cgroup[0] ? r->cgroup : "-",
+			r->end_reason[0] ? r->end_reason : "-", r->dir);
 	}
 	if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
 		fclose(f);
@@ -105,7 +106,8 @@ out:
 	return rc;
 }
 
-int ag_state_load(const char *state_dir, struct ag_run **runs, int *nruns)
+int ag_state_load(const char *state_dir, const struct ag_cg *cg, struct ag_run **runs,
+		  int *nruns)
 {
 	char path[4200], line[4400];
 	size_t cap = 0;
@@ -120,12 +122,28 @@ int ag_state_load(const char *state_dir, struct ag_run **runs, int *nruns)
 	while (fgets(line, sizeof(line), f)) {
 		struct ag_run r;
 		int st, pgid, consumed = 0;
+		char cgname[512] = "-", why[32] = "-";
 		memset(&r, 0, sizeof(r));
-		if (sscanf(line, "run %" SCNd64 " %" SCNd64 " %d %d %llu %d %d %d %" SCNd64 " %n",
-			   &r.run_id, &r.job_id, &st, &pgid, &r.start_time, &r.nprocs, &r.exit_code,
-			   &r.exit_signal, &r.deadline_epoch, &consumed) < 9 ||
-		    consumed == 0)
+		if (!strncmp(line, "run2 ", 5)) {
+			if (sscanf(line, "run2 %" SCNd64 " %" SCNd64 " %d %d %llu %d %d %d %" SCNd64
+				   " %511s %31s %n", &r.run_id, &r.job_id, &st, &pgid, &r.start_time,
+				   &r.nprocs, &r.exit_code, &r.exit_signal, &r.deadline_epoch, cgname, why,
+				   &consumed) < 11 || consumed == 0)
+				continue;
+		} else if (sscanf(line, "run %" SCNd64 " %" SCNd64 " %d %d %llu %d %d %d %" SCNd64 " %n",
+				  &r.run_id, &r.job_id, &st, &pgid, &r.start_time, &r.nprocs,
+				  &r.exit_code, &r.exit_signal, &r.deadline_epoch, &consumed) < 9 ||
+			   consumed == 0) {
 			continue;
+		}
+		r.cg = cg;
+		/* only a cgroup this agent recorded as its own, under its root */
+		if (strcmp(cgname, "-") && cg && cg->mode != AG_CG_OFF &&
+		    !strncmp(cgname, cg->root, strlen(cg->root)) && cgname[strlen(cg->root)] == '/' &&
+		    !strstr(cgname, ".."))
+			snprintf(r.cgroup, sizeof(r.cgroup), "%s", cgname);
+		if (strcmp(why, "-"))
+			snprintf(r.end_reason, sizeof(r.end_reason), "%s", why);
 		snprintf(r.dir, sizeof(r.dir), "%s", line + consumed);
 		r.dir[strcspn(r.dir, "\n")] = '\0';
 		r.pgid = pgid;
@@ -142,13 +160,16 @@ int ag_state_load(const char *state_dir, struct ag_run **runs, int *nruns)
 			unsigned long long leader = ag_proc_start_time(r.pgid);
 			bool alive = r.pgid > 0 && kill(-r.pgid, 0) == 0 &&
 				     (leader == 0 || leader == r.start_time);
+			if (r.cgroup[0])
+				alive = ag_cg_nprocs(cg, r.cgroup) > 0; /* the cgroup is ours */
 			r.adopted = true;
 			if (r.state == AG_RUN_STOPPING)
 				r.kill_at = ag_now(); /* the grace ran out while we were away */
 			if (!alive)
 				r.pgid = 0; /* ag_run_poll finds it DONE and reads the exits */
-			mu_info("run=%" PRId64 " %s pgid=%d", r.run_id,
-				alive ? "re-adopted" : "ended while the agent was away", pgid);
+			mu_info("run=%" PRId64 " %s pgid=%d cgroup=%s", r.run_id,
+				alive ? "re-adopted" : "ended while the agent was away", pgid,
+				r.cgroup[0] ? r.cgroup : "-");
 		}
 		v = mu_grow(v, &cap, (size_t)n + 1, sizeof(*v));
 		v[n++] = r;

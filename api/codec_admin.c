@@ -300,22 +300,51 @@ static int get_name(const json_t *obj, const char *key, bool required, const cha
 	return 0;
 }
 
+/* unix_account: a portable Unix user name (useradd's default rule), or ""
+ * or null for none. */
+static int get_account(const json_t *body, const char **out, bool *present, struct mu_error *err)
+{
+	const char *s = NULL;
+	int ret = get_str(body, "unix_account", 32, true, &s, present, err);
+
+	if (ret < 0)
+		return ret;
+	if (!s) {
+		if (present && *present)
+			*out = "";
+		return 0;
+	}
+	for (const char *p = s; *p; p++) {
+		bool ok = (*p >= 'a' && *p <= 'z') || *p == '_' ||
+			  (p > s && ((*p >= '0' && *p <= '9') || *p == '.' || *p == '-'));
+		if (!ok)
+			return mu_error_set(err, MU_EINVAL, "unix_account",
+					    "must match ^[a-z_][a-z0-9_.-]{0,31}$ (a Unix user name), or be"
+					    " \"\" for none");
+	}
+	*out = s;
+	return 0;
+}
+
 int codec_tenant_new_decode(const json_t *body, struct store_tenant_new *out, struct mu_error *err)
 {
-	static const char *const keys[] = { "name", "parent", "shares", "description", NULL };
+	static const char *const keys[] = { "name", "parent", "shares", "description", "unix_account",
+					    NULL };
 	int ret;
 
 	memset(out, 0, sizeof(*out));
 	out->parent = "root";
 	out->shares = 1;
 	out->description = "";
+	out->unix_account = "";
 	if ((ret = need_object(body, err)) < 0 || (ret = check_keys(body, keys, err)) < 0 ||
 	    (ret = get_name(body, "name", true, &out->name, err)) < 0 ||
 	    (ret = get_name(body, "parent", false, &out->parent, err)) < 0 ||
 	    (ret = get_int(body, "shares", 0, CODEC_ADMIN_SHARES_MAX, false, false, &out->shares, NULL,
 			   err)) < 0 ||
 	    (ret = get_str(body, "description", CODEC_ADMIN_DESCRIPTION_MAX, false, &out->description,
-			   NULL, err)) < 0)
+			   NULL, err)) < 0 ||
+	    (ret = get_account(body, &out->unix_account, NULL, err)) < 0)
 		return ret;
 	return 0;
 }
@@ -323,7 +352,7 @@ int codec_tenant_new_decode(const json_t *body, struct store_tenant_new *out, st
 int codec_tenant_patch_decode(const json_t *body, struct store_tenant_patch *out,
 			      struct mu_error *err)
 {
-	static const char *const keys[] = { "parent", "shares", "description", NULL };
+	static const char *const keys[] = { "parent", "shares", "description", "unix_account", NULL };
 	bool present;
 	int ret;
 
@@ -340,6 +369,10 @@ int codec_tenant_patch_decode(const json_t *body, struct store_tenant_patch *out
 		return ret;
 	if (present)
 		out->set |= STORE_TENANT_SET_DESCRIPTION;
+	if ((ret = get_account(body, &out->unix_account, &present, err)) < 0)
+		return ret;
+	if (present)
+		out->set |= STORE_TENANT_SET_UNIX_ACCOUNT;
 	if ((ret = get_name(body, "parent", false, &out->parent, err)) < 0)
 		return ret;
 	if (out->parent)
@@ -359,9 +392,10 @@ static json_t *int_or_null(int64_t v)
 
 json_t *codec_tenant_encode(const struct store_tenant *t)
 {
-	return json_pack("{s:s, s:o, s:s, s:I, s:s, s:o, s:o}", "name", t->name, "parent",
+	return json_pack("{s:s, s:o, s:s, s:I, s:s, s:s, s:o, s:o}", "name", t->name, "parent",
 			 str_or_null(t->parent), "path", t->path, "shares", (json_int_t)t->shares,
-			 "description", t->description ? t->description : "", "created_at",
+			 "description", t->description ? t->description : "", "unix_account",
+			 t->unix_account ? t->unix_account : "", "created_at",
 			 str_or_null(t->created_at), "updated_at", str_or_null(t->updated_at));
 }
 

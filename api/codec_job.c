@@ -5,14 +5,38 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "config.h"
 #include "duration.h"
 #include "jv.h"
 
 static const char *const job_fields[] = {
 	"tenant", "user", "name", "priority_class", "nodes", "min_nodes", "gpus_per_node",
 	"gpu_model", "procs_per_node", "topology", "time_limit", "command", "env", "workdir",
-	"dependencies", "max_retries", "labels", NULL,
+	"dependencies", "max_retries", "labels", "mem_per_node", "cpus_per_node", NULL,
 };
+
+#define MEM_MIN (1LL << 20) /* 1 MiB */
+#define MEM_MAX (1LL << 50) /* 1 PiB */
+
+/* mem_per_node: bytes as an integer, or a string with a K/M/G suffix
+ * (binary: "512M", "64G", as Slurm's --mem). */
+static int decode_mem(const json_t *body, const char *prefix, struct store_job *job,
+		      struct mu_error *err)
+{
+	const json_t *v = json_object_get(body, "mem_per_node");
+	long long x;
+
+	if (!v || !json_is_string(v))
+		return jv_int(body, "mem_per_node", false, MEM_MIN, MEM_MAX, &job->mem_per_node, prefix,
+			      err);
+	if (mu_parse_size(json_string_value(v), &x) != 0)
+		return jv_fail(err, MU_EINVAL, prefix, "mem_per_node",
+			       "must be bytes or a size like \"512M\" or \"64G\" (K, M, G: KiB, MiB, GiB)");
+	if (x < MEM_MIN || x > MEM_MAX)
+		return jv_fail(err, MU_ERANGE, prefix, "mem_per_node", "must be between 1M and 1024T");
+	job->mem_per_node = x;
+	return 1;
+}
 
 static char *dump(struct mu_arena *a, const json_t *v)
 {
@@ -323,6 +347,13 @@ int codec_job_decode(const json_t *body, struct mu_arena *a, const char *prefix,
 		return ret;
 	if ((ret = jv_str(body, "workdir", false, 4096, true, &job->workdir, prefix, err)) < 0)
 		return ret;
+	if (ret > 0 && *job->workdir && job->workdir[0] != '/')
+		return jv_fail(err, MU_EINVAL, prefix, "workdir", "must be an absolute path");
+	if ((ret = decode_mem(body, prefix, job, err)) < 0)
+		return ret;
+	ret = jv_int(body, "cpus_per_node", false, 1, 65536, &job->cpus_per_node, prefix, err);
+	if (ret < 0)
+		return ret;
 	if ((ret = decode_deps(body, a, prefix, job, err)) < 0)
 		return ret;
 	ret = jv_int(body, "max_retries", false, 0, 100, &job->max_retries, prefix, err);
@@ -380,6 +411,16 @@ void codec_job_encode(const struct store_job *j, struct mu_buf *b)
 	kint(b, "gpus_per_node", j->gpus_per_node);
 	kstr(b, "gpu_model", j->gpu_model ? j->gpu_model : "");
 	kint(b, "procs_per_node", j->procs_per_node);
+	key(b, "mem_per_node");
+	if (j->mem_per_node > 0)
+		mu_buf_add_int(b, j->mem_per_node);
+	else
+		mu_buf_adds(b, "null");
+	key(b, "cpus_per_node");
+	if (j->cpus_per_node > 0)
+		mu_buf_add_int(b, j->cpus_per_node);
+	else
+		mu_buf_adds(b, "null");
 	key(b, "topology");
 	mu_buf_adds(b, "{\"required\":");
 	mu_buf_add_json_strz(b, j->topo_required && *j->topo_required ? j->topo_required : NULL);

@@ -88,6 +88,7 @@ int rest_tenants_create(struct rest_req *rq)
 	op->in.name = adup(rq, op->in.name);
 	op->in.parent = adup(rq, op->in.parent);
 	op->in.description = adup(rq, op->in.description);
+	op->in.unix_account = adup(rq, op->in.unix_account);
 	json_decref(body);
 	if (ret < 0)
 		return ret;
@@ -163,6 +164,7 @@ int rest_tenants_update(struct rest_req *rq)
 	ret = codec_tenant_patch_decode(body, &op->patch, &rq->err);
 	op->patch.parent = adup(rq, op->patch.parent);
 	op->patch.description = adup(rq, op->patch.description);
+	op->patch.unix_account = adup(rq, op->patch.unix_account);
 	json_decref(body);
 	if (ret < 0)
 		return ret;

@@ -315,6 +315,8 @@ enum {
 	OPT_WORKDIR,
 	OPT_GPU_MODEL,
 	OPT_PROCS_PER_NODE,
+	OPT_MEM,
+	OPT_CPUS_PER_NODE,
 	OPT_TOPOLOGY,
 	OPT_MAX_RETRIES,
 	OPT_IDEMPOTENCY_KEY,
@@ -420,6 +422,8 @@ int cli_submit_parse(int argc, char **argv, struct cli_submit *s, struct mu_erro
 		{ "gpu-model", required_argument, NULL, OPT_GPU_MODEL },
 		{ "procs-per-node", required_argument, NULL, OPT_PROCS_PER_NODE },
 		{ "ntasks-per-node", required_argument, NULL, OPT_PROCS_PER_NODE },
+		{ "mem", required_argument, NULL, OPT_MEM },
+		{ "cpus-per-node", required_argument, NULL, OPT_CPUS_PER_NODE },
 		{ "topology", required_argument, NULL, OPT_TOPOLOGY },
 		{ "max-retries", required_argument, NULL, OPT_MAX_RETRIES },
 		{ "idempotency-key", required_argument, NULL, OPT_IDEMPOTENCY_KEY },
@@ -505,6 +509,14 @@ int cli_submit_parse(int argc, char **argv, struct cli_submit *s, struct mu_erro
 			ret = cli_parse_int(optarg, "procs-per-node", 1, 1024, &v, err);
 			if (!ret)
 				json_object_set_new(body, "procs_per_node", json_integer(v));
+			break;
+		case OPT_MEM: /* Slurm's --mem: the API parses "64G" or bytes */
+			ret = set_string(body, "mem_per_node", optarg, err);
+			break;
+		case OPT_CPUS_PER_NODE:
+			ret = cli_parse_int(optarg, "cpus-per-node", 1, 65536, &v, err);
+			if (!ret)
+				json_object_set_new(body, "cpus_per_node", json_integer(v));
 			break;
 		case OPT_TOPOLOGY:
 			ret = parse_topology(optarg, body, err);

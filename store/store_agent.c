@@ -154,8 +154,8 @@ static int run_status_tx(PGconn *db, void *arg, struct mu_error *err)
 	struct rs_tx *t = arg;
 	const struct store_agent_status *s = t->s;
 	char run[24], node[24], ec[16], sig[16];
-	const char *p[7] = { run, node, s->phase, ec, sig, s->log_path ? s->log_path : "",
-			     s->message ? s->message : "" };
+	const char *p[8] = { run, node, s->phase, ec, sig, s->log_path ? s->log_path : "",
+			     s->message ? s->message : "", s->end_reason ? s->end_reason : "" };
 	PGresult *res = NULL;
 	bool live, ended, stopping, member, node_fault, failed, all_exited;
 	int ret;
@@ -190,14 +190,15 @@ static int run_status_tx(PGconn *db, void *arg, struct mu_error *err)
 	store_db_clear(res);
 	/* never downgrade a part that has exited */
 	ret = store_db_exec(db,
-			    "INSERT INTO run_node_status AS s (run_id, node_id, phase, exit_code, exit_signal, log_path, message)"
+			    "INSERT INTO run_node_status AS s (run_id, node_id, phase, exit_code, exit_signal, log_path, message,"
+			    "   end_reason)"
 			    " VALUES ($1::bigint, $2::bigint, $3::text, CASE WHEN $3::text = 'RUNNING' THEN NULL ELSE $4::int END,"
-			    "         nullif($5::int, 0), $6::text, $7::text)"
+			    "         nullif($5::int, 0), $6::text, $7::text, $8::text)"
 			    " ON CONFLICT (run_id, node_id) DO UPDATE SET phase = EXCLUDED.phase, exit_code = EXCLUDED.exit_code,"
 			    "   exit_signal = EXCLUDED.exit_signal, log_path = EXCLUDED.log_path, message = EXCLUDED.message,"
-			    "   updated_at = now()"
+			    "   end_reason = EXCLUDED.end_reason, updated_at = now()"
 			    " WHERE s.phase = 'RUNNING'",
-			    7, p, NULL, err);
+			    8, p, NULL, err);
 	if (ret < 0)
 		return ret;
 	ret = store_db_exec(db,
@@ -205,9 +206,9 @@ static int run_status_tx(PGconn *db, void *arg, struct mu_error *err)
 			    " SELECT 'run.node_' || lower($3::text), j.tenant_id, j.id, r.id, $2::bigint, $7::text,"
 			    "   jsonb_build_object('node', (SELECT name FROM nodes WHERE id = $2::bigint), 'exit_code',"
 			    "     CASE WHEN $3::text = 'RUNNING' THEN NULL ELSE $4::int END, 'exit_signal', nullif($5::int, 0),"
-			    "     'log_path', $6::text)"
+			    "     'log_path', $6::text, 'end_reason', nullif($8::text, ''))"
 			    " FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.id = $1::bigint",
-			    7, p, NULL, err);
+			    8, p, NULL, err);
 	if (ret < 0)
 		return ret;
 	/* A node an elastic run was shrunk off reports the end of its part:
@@ -223,7 +224,8 @@ static int run_status_tx(PGconn *db, void *arg, struct mu_error *err)
 				    1, p, NULL, err);
 		goto notify;
 	}
-	failed = !strcmp(s->phase, "FAILED_TO_START") || s->exit_code != 0 || s->exit_signal != 0;
+	failed = !strcmp(s->phase, "FAILED_TO_START") || s->exit_code != 0 || s->exit_signal != 0 ||
+		 (s->end_reason && *s->end_reason);
 	ret = store_db_exec(db,
 			    "SELECT (SELECT count(*) FROM run_node_status s WHERE s.run_id = $1::bigint"
 			    "        AND s.phase IN ('EXITED', 'FAILED_TO_START') AND EXISTS (SELECT 1"
@@ -250,9 +252,11 @@ static int run_status_tx(PGconn *db, void *arg, struct mu_error *err)
 		/* one part failed: the run failed; the other parts leave their desired state */
 		ret = store_db_exec(db,
 				    "UPDATE runs SET ended_at = now(), state = 'FAILED', exit_code = $4::int,"
-				    " exit_signal = nullif($5::int, 0), started_at = coalesce(started_at, now())"
-				    " WHERE id = $1::bigint AND $2::bigint > 0 AND $3::text <> ''",
-				    5, p, NULL, err);
+				    " exit_signal = nullif($5::int, 0), started_at = coalesce(started_at, now()),"
+				    " end_reason = $8::text"
+				    " WHERE id = $1::bigint AND $2::bigint > 0 AND $3::text <> '' AND $6::text = $6::text"
+				    "   AND $7::text = $7::text",
+				    8, p, NULL, err);
 		t->changed = true;
 	} else if (all_exited) {
 		ret = store_db_exec(db,
@@ -321,7 +325,11 @@ int store_agent_desired(PGconn *c, struct mu_arena *a, const int64_t *node_ids, 
 		"     'gpus', x.g) ORDER BY x.rk), '[]')"
 		"    FROM (SELECT node_id, min(node_rank) AS rk, count(*) FILTER (WHERE gpu_index >= 0) AS g"
 		"          FROM run_allocations WHERE run_id = r.id AND live GROUP BY node_id) x"
-		"    JOIN nodes nd ON nd.id = x.node_id)::text"
+		"    JOIN nodes nd ON nd.id = x.node_id)::text,"
+		" j.mem_per_node, j.cpus_per_node,"
+		" coalesce((SELECT u.unix_account FROM tenants u WHERE u.unix_account <> ''"
+		"   AND (t.path = u.path OR starts_with(t.path, u.path || '/'))"
+		"   ORDER BY length(u.path) DESC LIMIT 1), '')"
 		/* live allocations by the partial node index, plus the parts of
 		 * shrunk runs dropped from these nodes (a tiny partial index) */
 		" FROM (SELECT run_id, node_id, node_rank, gpu_index, live FROM run_allocations"
@@ -335,7 +343,7 @@ int store_agent_desired(PGconn *c, struct mu_arena *a, const int64_t *node_ids, 
 		" WHERE r.live AND r.ended_at IS NULL"
 		"   AND NOT EXISTS (SELECT 1 FROM run_node_status s WHERE s.run_id = r.id AND s.node_id = a.node_id"
 		"                   AND s.phase <> 'RUNNING')"
-		" GROUP BY a.node_id, r.id, j.id, t.name ORDER BY a.node_id, r.id";
+		" GROUP BY a.node_id, r.id, j.id, t.name, t.path ORDER BY a.node_id, r.id";
 	struct mu_buf ids = MU_BUF_INIT;
 	PGresult *res = NULL, *nres = NULL;
 	const char *params[1];
@@ -381,6 +389,9 @@ int store_agent_desired(PGconn *c, struct mu_arena *a, const int64_t *node_ids, 
 		r->grace_period = (int32_t)store_db_get_int64(res, i, 18);
 		r->gpus_per_node = (int32_t)store_db_get_int64(res, i, 19);
 		r->gang_json = mu_arena_strdup(a, store_db_get(res, i, 20));
+		r->mem_per_node = store_db_get_int64(res, i, 21);
+		r->cpus_per_node = (int32_t)store_db_get_int64(res, i, 22);
+		r->unix_account = mu_arena_strdup(a, store_db_get(res, i, 23));
 	}
 	*nruns = (size_t)rows;
 	rows = store_db_nrows(nres);

@@ -81,6 +81,8 @@ struct store_agent_status {
 	int32_t exit_signal;     /* 0 = none */
 	const char *log_path;
 	const char *message;
+	const char *end_reason;  /* the agent's: bad_user, bad_workdir, oom, ... ("" none);
+	                            a part with one failed, and the job ends with it */
 };
 int store_agent_run_status(PGconn *c, const struct store_agent_status *s, bool *peers_changed,
 			   struct mu_error *err) __attribute__((warn_unused_result));
@@ -104,6 +106,9 @@ struct store_desired_run {
 	bool stop;
 	const char *stop_reason;
 	int32_t grace_period;      /* seconds */
+	int64_t mem_per_node;      /* bytes, 0 = none */
+	int32_t cpus_per_node;     /* 0 = none */
+	const char *unix_account;  /* the tenant's (nearest ancestor's) account, "" = none */
 	const char *gang_json;     /* [{"rank","name","address","gpus"}] in rank order:
 	                              the live members (an elastic run that shrank
 	                              lists the kept nodes, with their ranks at launch) */

@@ -44,6 +44,8 @@ struct store_job {
 	int64_t gpus_per_node;      /* in */
 	const char *gpu_model;      /* in: "" = any */
 	int64_t procs_per_node;     /* in */
+	int64_t mem_per_node;       /* in: bytes, 0 = no limit (null) */
+	int64_t cpus_per_node;      /* in: 0 = no limit (null) */
 	const char *topo_required;  /* in: "" = unset */
 	const char *topo_preferred; /* in: "" = unset */
 	int64_t time_limit;         /* in: 0 = the class default; seconds */

@@ -8,7 +8,7 @@
 
 #define TENANT_COLS                                                                   \
 	"t.id, t.name, p.name, t.path, t.shares, t.description, " STORE__TS("t.created_at") \
-	", " STORE__TS("t.updated_at")
+	", " STORE__TS("t.updated_at") ", t.unix_account"
 #define TENANT_FROM " FROM tenants t LEFT JOIN tenants p ON p.id = t.parent_id "
 
 const char *store__admin_fmt(char *buf, int64_t v)
@@ -72,6 +72,7 @@ static void tenant_row(struct mu_arena *a, const PGresult *r, int row, struct st
 	t->description = store__admin_str(a, r, row, 5);
 	t->created_at = store__admin_str(a, r, row, 6);
 	t->updated_at = store__admin_str(a, r, row, 7);
+	t->unix_account = store__admin_str(a, r, row, 8);
 }
 
 int store_tenant_get(PGconn *c, struct mu_arena *a, const char *scope, const char *name,
@@ -133,18 +134,19 @@ static int tenant_create_tx(PGconn *c, void *arg, struct mu_error *err)
 	struct tenant_create *tc = arg;
 	const struct store_tenant_new *in = tc->in;
 	char sb[24];
-	const char *params[4] = { in->name, in->parent ? in->parent : "root",
-				  store__admin_fmt(sb, in->shares), in->description ? in->description : "" };
+	const char *params[5] = { in->name, in->parent ? in->parent : "root",
+				  store__admin_fmt(sb, in->shares), in->description ? in->description : "",
+				  in->unix_account ? in->unix_account : "" };
 	PGresult *r = NULL;
 	int ret;
 
 	if (strcmp(in->name, "root") == 0)
 		return mu_error_set(err, MU_ECONFLICT, "name", "tenant \"root\" exists already");
 	ret = store_db_exec(c,
-			    "INSERT INTO tenants (name, parent_id, path, shares, description) "
-			    "SELECT $1, p.id, p.path || '/' || $1, $3::int, $4 FROM tenants p "
+			    "INSERT INTO tenants (name, parent_id, path, shares, description, unix_account) "
+			    "SELECT $1, p.id, p.path || '/' || $1, $3::int, $4, $5 FROM tenants p "
 			    "WHERE p.name = $2 RETURNING id",
-			    4, params, &r, err);
+			    5, params, &r, err);
 	if (ret == MU_ECONFLICT)
 		return mu_error_set(err, MU_ECONFLICT, "name", "tenant \"%s\" exists already", in->name);
 	if (ret < 0)
@@ -156,8 +158,9 @@ static int tenant_create_tx(PGconn *c, void *arg, struct mu_error *err)
 	tc->id = store_db_get_int64(r, 0, 0);
 	store_db_clear(r);
 	{
-		const char *kv[] = { "name", in->name, "parent", params[1], "shares#", params[2] };
-		return store__admin_event(c, "tenant.created", tc->id, 0, "", kv, 3, err);
+		const char *kv[] = { "name", in->name, "parent", params[1], "shares#", params[2],
+				     "unix_account", params[4] };
+		return store__admin_event(c, "tenant.created", tc->id, 0, "", kv, 4, err);
 	}
 }
 
@@ -184,7 +187,7 @@ static int tenant_update_tx(PGconn *c, void *arg, struct mu_error *err)
 	const char *params[4];
 	char sb[24], ib[24];
 	PGresult *r = NULL;
-	const char *kv[6];
+	const char *kv[8];
 	int nkv = 0;
 	int64_t id;
 	char *old_path = NULL;
@@ -260,11 +263,14 @@ static int tenant_update_tx(PGconn *c, void *arg, struct mu_error *err)
 	params[0] = store__admin_fmt(ib, id);
 	params[1] = (p->set & STORE_TENANT_SET_SHARES) ? store__admin_fmt(sb, p->shares) : NULL;
 	params[2] = (p->set & STORE_TENANT_SET_DESCRIPTION) ? p->description : NULL;
+	params[3] = (p->set & STORE_TENANT_SET_UNIX_ACCOUNT) ? (p->unix_account ? p->unix_account : "")
+							      : NULL;
 	ret = store_db_exec(c,
 			    "UPDATE tenants SET shares = COALESCE($2::int, shares), "
-			    "description = COALESCE($3, description), updated_at = now() "
+			    "description = COALESCE($3, description), "
+			    "unix_account = COALESCE($4, unix_account), updated_at = now() "
 			    "WHERE id = $1::bigint",
-			    3, params, NULL, err);
+			    4, params, NULL, err);
 	if (ret < 0)
 		goto out;
 	if (p->set & STORE_TENANT_SET_SHARES) {
@@ -274,6 +280,10 @@ static int tenant_update_tx(PGconn *c, void *arg, struct mu_error *err)
 	if (p->set & STORE_TENANT_SET_DESCRIPTION) {
 		kv[2 * nkv] = "description";
 		kv[2 * nkv++ + 1] = p->description;
+	}
+	if (p->set & STORE_TENANT_SET_UNIX_ACCOUNT) {
+		kv[2 * nkv] = "unix_account";
+		kv[2 * nkv++ + 1] = params[3];
 	}
 	ret = store__admin_event(c, "tenant.updated", id, 0, "", kv, nkv, err);
 out:

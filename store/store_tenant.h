@@ -32,6 +32,7 @@ struct store_tenant {
 	const char *path;        /* "root/ml/vision" */
 	int64_t shares;
 	const char *description;
+	const char *unix_account; /* "" = the jobs run as their own users */
 	const char *created_at;  /* RFC 3339 UTC */
 	const char *updated_at;
 };
@@ -49,6 +50,7 @@ struct store_tenant_new {
 	const char *parent;
 	int64_t shares;
 	const char *description;
+	const char *unix_account; /* NULL = "" */
 };
 
 /* A PATCH: only the fields whose bit is set in `set` change. */
@@ -56,12 +58,14 @@ enum {
 	STORE_TENANT_SET_SHARES = 1u << 0,
 	STORE_TENANT_SET_DESCRIPTION = 1u << 1,
 	STORE_TENANT_SET_PARENT = 1u << 2,
+	STORE_TENANT_SET_UNIX_ACCOUNT = 1u << 3,
 };
 struct store_tenant_patch {
 	unsigned set;
 	int64_t shares;
 	const char *description;
 	const char *parent;
+	const char *unix_account;
 };
 
 /* Creates a tenant under its parent (MU_ENOTFOUND field "parent" when the

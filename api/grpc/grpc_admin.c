@@ -76,6 +76,7 @@ static Muster__V1__Tenant *tenant_proto(struct gcall *c, const struct store_tena
 	p->path = gstr(c, t->path);
 	p->shares = t->shares;
 	p->description = gstr(c, t->description);
+	p->unix_account = gstr(c, t->unix_account);
 	p->created_at = gstr(c, t->created_at);
 	p->updated_at = gstr(c, t->updated_at);
 	return p;
@@ -136,6 +137,8 @@ static int tenants_create(PGconn *db, struct gcall *c)
 		json_object_set_new(body, "shares", json_integer(r->shares));
 	if (r->description && r->description[0] && (v = json_string(r->description)))
 		json_object_set_new(body, "description", v);
+	if (r->unix_account && r->unix_account[0] && (v = json_string(r->unix_account)))
+		json_object_set_new(body, "unix_account", v);
 	ret = codec_tenant_new_decode(body, &in, &c->err);
 	if (ret < 0)
 		goto out;

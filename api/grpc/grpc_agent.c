@@ -74,7 +74,7 @@ struct rstatus {
 	int64_t run_id;
 	int phase;
 	int32_t exit_code, exit_signal;
-	char *log_path, *message;
+	char *log_path, *message, *end_reason;
 	struct rstatus *next;
 };
 
@@ -348,6 +348,7 @@ static void on_run_status(struct agent *a, const Muster__V1__RunStatus *s)
 	r->exit_signal = s->exit_signal;
 	r->log_path = mu_strdup(s->log_path ? s->log_path : "");
 	r->message = mu_strdup(s->message ? s->message : "");
+	r->end_reason = mu_strdup(s->end_reason ? s->end_reason : "");
 	pthread_mutex_lock(&G.mu);
 	if (G.rs_tail)
 		G.rs_tail->next = r;
@@ -591,6 +592,9 @@ static void push_desired(PGconn *db, struct snap *sn, size_t n)
 		r->stop_reason = S(&m, d->stop_reason);
 		r->grace_period_s = d->grace_period;
 		r->gpus_per_node = d->gpus_per_node;
+		r->mem_per_node = d->mem_per_node;
+		r->cpus_per_node = d->cpus_per_node;
+		r->unix_account = S(&m, d->unix_account);
 		desired_json(&m, r, d->command_json, d->env_json, d->gang_json);
 		/* the launch contract needs a rendezvous even if the scheduler left it empty */
 		if (!r->master_addr[0] && r->n_nodes)
@@ -735,7 +739,8 @@ static void *agent_main(void *arg)
 		while (rs) {
 			struct rstatus *next = rs->next;
 			struct store_agent_status st = { rs->node_id, rs->run_id, phase_names[rs->phase], rs->exit_code,
-							  rs->exit_signal, rs->log_path, rs->message };
+							  rs->exit_signal, rs->log_path, rs->message,
+							  rs->end_reason };
 			struct mu_error err = { 0 };
 
 			if (store_agent_run_status(db, &st, NULL, &err) < 0)
@@ -743,6 +748,7 @@ static void *agent_main(void *arg)
 			mark_dirty(rs->node_id, NULL);
 			mu_free(rs->log_path);
 			mu_free(rs->message);
+			mu_free(rs->end_reason);
 			mu_free(rs);
 			rs = next;
 		}
@@ -812,6 +818,7 @@ void grpc_agent_stop(void)
 
 		mu_free(G.rs_head->log_path);
 		mu_free(G.rs_head->message);
+		mu_free(G.rs_head->end_reason);
 		mu_free(G.rs_head);
 		G.rs_head = next;
 	}

@@ -69,6 +69,8 @@ json_t *grpc_codec_spec_json(const Muster__V1__JobSpec *s, struct mu_error *err)
 	json_object_set_new(o, "gpus_per_node", json_integer(s->gpus_per_node));
 	STR("gpu_model", s->gpu_model);
 	INT("procs_per_node", s->procs_per_node);
+	INT("mem_per_node", s->mem_per_node);
+	INT("cpus_per_node", s->cpus_per_node);
 	if (ret == 0 && ((s->topology_required && s->topology_required[0]) ||
 			 (s->topology_preferred && s->topology_preferred[0]))) {
 		json_t *t = json_object();
@@ -141,7 +143,7 @@ static int mask_path(const char *path, const char *const *names, const char *met
 json_t *grpc_codec_tenant_patch_json(const Muster__V1__Tenant *t, char *const *mask, size_t n_mask,
 				     struct mu_error *err)
 {
-	static const char *const names[] = { "shares", "description", "parent", NULL };
+	static const char *const names[] = { "shares", "description", "parent", "unix_account", NULL };
 	json_t *o = json_object();
 	int ret = 0;
 
@@ -157,6 +159,9 @@ json_t *grpc_codec_tenant_patch_json(const Muster__V1__Tenant *t, char *const *m
 			break;
 		case 2:
 			ret = jstr(o, "parent", t->parent ? t->parent : "", NULL, err);
+			break;
+		case 3:
+			ret = jstr(o, "unix_account", t->unix_account ? t->unix_account : "", NULL, err);
 			break;
 		default:
 			ret = k;

@@ -191,6 +191,8 @@ static Muster__V1__Job *job_proto(struct mu_arena *a, const struct store_job *j)
 	pj->gpus_per_node = j->gpus_per_node;
 	pj->gpu_model = S(a, j->gpu_model);
 	pj->procs_per_node = j->procs_per_node;
+	pj->mem_per_node = j->mem_per_node;
+	pj->cpus_per_node = j->cpus_per_node;
 	pj->topology_required = S(a, j->topo_required);
 	pj->topology_preferred = S(a, j->topo_preferred);
 	pj->time_limit_seconds = j->time_limit;

@@ -66,6 +66,14 @@ Methods:
   c.make_token(role="tenant", tenant=None, user=None, name=None, **fields)
                               -> the secret string (POST /v1/tokens, admin)
   c.log_text(name)            -> a process log's contents ("api", "postgres", ...)
+  c.agent_flags(identity=False) -> muster-agent flags: this cluster's own --cgroup-root and,
+                                 unless the test is about identity, --single-user
+                                 --allow-root-jobs (jobs of any `user` run as the agent)
+  c.cgroup_root()             -> that cgroup root; at exit what runs below it is killed and
+                                 the cgroups removed (harness.remove_cgroup_tree)
+  c.make_user(prefix, groups=None) -> pwd entry of a new real account (useradd -m, uid >= 1000,
+                                 unique name), removed with userdel -r at exit; skips when
+                                 not root.  c.make_group(prefix) -> a new group's name, likewise
   c.wait_until(fn, timeout=10, what="")  polls fn until it returns a true value (also
                                  harness.wait_until)
   harness.binary(name)        -> path of a built binary, or None
@@ -188,19 +196,33 @@ def _tail(path, lines=60):
 # it SIGKILLs those pids, stops the dev database and removes the dir.
 _WATCHDOG = r"""
 import os, signal, subprocess, sys, shutil
-devdb, statedir, tmpdir, keep = sys.argv[1:5]
-pids = []
+devdb, statedir, tmpdir, keep, here = sys.argv[1:6]
+pids, cgroups, users = [], [], []
 for line in sys.stdin:
     w = line.split()
     if len(w) == 2 and w[0] == "pid":
         pids.append(int(w[1]))
     elif len(w) == 2 and w[0] == "done":
         pids = [p for p in pids if p != int(w[1])]
+    elif len(w) == 2 and w[0] == "cgroup":
+        cgroups.append(w[1])
+    elif len(w) == 2 and w[0] == "user":
+        users.append(w[1])
+    elif len(w) == 2 and w[0] == "gone":
+        cgroups = [x for x in cgroups if x != w[1]]
+        users = [x for x in users if x != w[1]]
 for p in pids:
     try:
         os.kill(p, signal.SIGKILL)
     except OSError:
         pass
+if cgroups or users:
+    sys.path.insert(0, here)
+    import harness
+    for r in cgroups:
+        harness.remove_cgroup_tree(r)
+    for u in reversed(users):
+        harness.del_user(u)
 subprocess.run([devdb, "stop", "--dir", statedir], stdout=subprocess.DEVNULL,
                stderr=subprocess.DEVNULL)
 if keep != "1":
@@ -227,6 +249,8 @@ class Cluster:
         self._logs = {}
         self._watchdog = None
         self._failed = False
+        self._cgroup_root = None
+        self._users = []
 
     # -- lifecycle ---------------------------------------------------------
     def __enter__(self):
@@ -276,7 +300,7 @@ class Cluster:
     def _start_watchdog(self):
         self._watchdog = subprocess.Popen(
             [sys.executable, "-c", _WATCHDOG, self.devdb, self.state_dir, self.dir,
-             os.environ.get("MUSTER_KEEP", "0")],
+             os.environ.get("MUSTER_KEEP", "0"), HERE],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, text=True)
 
@@ -290,6 +314,12 @@ class Cluster:
     def _cleanup(self):
         for p, _ in reversed(self._procs):
             self._reap(p, signal.SIGTERM, 5)
+        if self._cgroup_root:
+            remove_cgroup_tree(self._cgroup_root)
+            self._tell_watchdog("gone " + self._cgroup_root)
+        for u in reversed(self._users):
+            del_user(u)
+            self._tell_watchdog("gone " + u)
         if self._failed or os.environ.get("MUSTER_HARNESS_VERBOSE") == "1":
             self.print_logs()
         if self.dir and getattr(self, "devdb", None):
@@ -528,6 +558,52 @@ class Cluster:
                 return status, hdrs, text
         return status, hdrs, text
 
+    def cgroup_root(self):
+        """This cluster's agents' --cgroup-root (relative, unique per Cluster):
+        every run's cgroup lands below it; at exit whatever is still running
+        there is killed and the tree removed."""
+        if not self._cgroup_root:
+            self._cgroup_root = "muster-test-%d-%s" % (os.getpid(), secrets.token_hex(3))
+            self._tell_watchdog("cgroup " + self._cgroup_root)  # even if we get killed
+        return self._cgroup_root
+
+    def agent_flags(self, identity=False):
+        """Flags for a muster-agent of this cluster: its own cgroup root and,
+        unless the test is about identity, every job as the agent's account
+        (root in CI) so tests can submit as any `user`."""
+        f = ["--cgroup-root", self.cgroup_root()]
+        if not identity:
+            f += ["--single-user", "--allow-root-jobs"]
+        return f
+
+    def make_user(self, prefix="mu", groups=None):
+        """A real Unix account (useradd, uid >= 1000, a home directory) with a
+        unique name, removed (userdel -r) at exit. Returns its passwd entry.
+        Skips the test when not root."""
+        if os.geteuid() != 0:
+            skip("making Unix accounts needs root")
+        name = "%s%d%s" % (prefix, os.getpid() % 100000, secrets.token_hex(2))
+        args = ["useradd", "-m", "-K", "UID_MIN=1000", "-s", "/bin/sh", "-U"]
+        if groups:
+            args += ["-G", ",".join(groups)]
+        r = subprocess.run(args + [name], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError("useradd %s: %s" % (name, r.stderr))
+        self._users.append(name)
+        self._tell_watchdog("user " + name)
+        import pwd
+        return pwd.getpwnam(name)
+
+    def make_group(self, prefix="mg"):
+        """A real Unix group, removed at exit. Returns its name."""
+        name = "%s%d%s" % (prefix, os.getpid() % 100000, secrets.token_hex(2))
+        r = subprocess.run(["groupadd", name], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError("groupadd %s: %s" % (name, r.stderr))
+        self._users.append("group:" + name)
+        self._tell_watchdog("user group:" + name)
+        return name
+
     def make_tenant(self, name, parent="root", **fields):
         body = {"name": name, "parent": parent}
         body.update(fields)
@@ -547,6 +623,62 @@ class Cluster:
         if st != 201:
             raise RuntimeError("POST /v1/tokens: %s %s" % (st, b))
         return b["token"]
+
+
+CGROUP_MOUNT = "/sys/fs/cgroup"
+
+
+def _cgroup_hierarchies():
+    """Every mounted cgroup hierarchy's root: /sys/fs/cgroup itself when it
+    is cgroup2, else its subdirectories (v1 controllers, unified)."""
+    if os.path.exists(os.path.join(CGROUP_MOUNT, "cgroup.controllers")):
+        return [CGROUP_MOUNT]
+    try:
+        return [os.path.join(CGROUP_MOUNT, d) for d in sorted(os.listdir(CGROUP_MOUNT))
+                if os.path.exists(os.path.join(CGROUP_MOUNT, d, "cgroup.procs"))]
+    except OSError:
+        return []
+
+
+def remove_cgroup_tree(rel):
+    """Kills every process under <hierarchy>/<rel> and removes the cgroups."""
+    for h in _cgroup_hierarchies():
+        top = os.path.join(h, rel)
+        if not os.path.isdir(top):
+            continue
+        for _ in range(50):
+            left = False
+            for root, dirs, files in os.walk(top, topdown=False):
+                kill = os.path.join(root, "cgroup.kill")
+                try:
+                    if os.path.exists(kill):
+                        with open(kill, "w") as f:
+                            f.write("1")
+                    else:
+                        for pid in open(os.path.join(root, "cgroup.procs")).read().split():
+                            try:
+                                os.kill(int(pid), signal.SIGKILL)
+                            except OSError:
+                                pass
+                except OSError:
+                    pass
+                try:
+                    os.rmdir(root)
+                except OSError:
+                    left = True
+            if not left:
+                break
+            time.sleep(0.1)
+
+
+def del_user(name):
+    if name.startswith("group:"):
+        subprocess.run(["groupdel", name[6:]], capture_output=True)
+        return
+    for _ in range(3):
+        if subprocess.run(["userdel", "-r", "-f", name], capture_output=True).returncode in (0, 6):
+            break
+        time.sleep(0.2)
 
 
 def main(**cluster_kwargs):

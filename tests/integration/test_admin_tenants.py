@@ -17,7 +17,8 @@ def test_create_and_get(c):
     check_eq(b["shares"], 3)
     check_eq(b["description"], "ML org")
     check(b["created_at"].endswith("Z") and "T" in b["created_at"], b)
-    check_eq(set(b), {"name", "parent", "path", "shares", "description", "created_at", "updated_at"})
+    check_eq(set(b), {"name", "parent", "path", "shares", "description", "unix_account", "created_at",
+                     "updated_at"})
     st, _, v = c.api("POST", "/v1/tenants", {"name": "vision", "parent": "ml"})
     check_eq(st, 201, v)
     check_eq(v["path"], "root/ml/vision")

@@ -123,7 +123,7 @@ def start_agent(c, i, n):
     args = [harness.binary("muster-agent"), "--api", "%s:%d" % (api_host, c.grpc_port),
             "--node", n, "--address", addr, "--topology", "block-1/rack-1",
             "--state-dir", state, "--gpu-backend", "fake", "--fake-gpus", "4",
-            "--heartbeat-interval", "500ms", "--log-level", "debug"]
+            "--heartbeat-interval", "500ms", "--log-level", "debug"] + c.agent_flags()
     if ns:
         args = ["ip", "netns", "exec", ns] + args
     return c.start_process(args, env={"MUSTER_AGENT_TOKEN": tok}, name="agent-" + n)

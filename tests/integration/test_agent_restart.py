@@ -43,7 +43,7 @@ def start_agent(c):
         [harness.binary("muster-agent"), "--api", "127.0.0.1:%d" % c.grpc_port, "--node", "rs-n1",
          "--address", "127.0.0.1", "--state-dir", S["state"], "--gpu-backend", "fake",
          "--fake-gpus", "4", "--heartbeat-interval", "300ms", "--fabric-ifaces", "ib0",
-         "--sysfs-net", S["net"]],
+         "--sysfs-net", S["net"]] + c.agent_flags(),
         env={"MUSTER_AGENT_TOKEN": S["token"]}, name="agent",
         wait_for=lambda: c.sql_value("SELECT count(*) FROM nodes WHERE name = 'rs-n1' AND up") == "1")
 
@@ -72,7 +72,7 @@ def starts(run):
 def group_alive(run):
     for line in open(os.path.join(S["state"], "agent.state")):
         f = line.split()
-        if f[0] == "run" and f[1] == run:
+        if f[0] in ("run", "run2") and f[1] == run:
             try:
                 os.killpg(int(f[4]), 0)
                 return int(f[4])

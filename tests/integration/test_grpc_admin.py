@@ -121,6 +121,14 @@ def test_update_tenant(c):
     t = call("UpdateTenant", A.UpdateTenantRequest(tenant=A.Tenant(name="tsub", parent="ta"),
                                                    update_mask=["parent"]), s["admin"])
     check_eq(t.path, "root/ta/tsub")
+    # the tenant's service account for the nodes: set, read by REST, cleared
+    t = call("UpdateTenant", A.UpdateTenantRequest(tenant=A.Tenant(name="ta", unix_account="svc_ta"),
+                                                   update_mask=["unix_account"]), s["admin"])
+    check_eq(t.unix_account, "svc_ta")
+    check_eq(c.api("GET", "/v1/tenants/ta")[2]["unix_account"], "svc_ta")
+    t = call("UpdateTenant", A.UpdateTenantRequest(tenant=A.Tenant(name="ta"), update_mask=["unix_account"]),
+             s["admin"])
+    check_eq((t.unix_account, c.api("GET", "/v1/tenants/ta")[2]["unix_account"]), ("", ""))
     # an empty mask changes nothing (REST's PATCH {})
     check_eq(call("UpdateTenant", A.UpdateTenantRequest(tenant=A.Tenant(name="ta", shares=99)),
                   s["admin"]).shares, 7)
@@ -143,6 +151,10 @@ def test_update_tenant(c):
         refused(c, code.INVALID_ARGUMENT, "UpdateTenant",
                 A.UpdateTenantRequest(tenant=A.Tenant(name="ta", parent="Not A Name"), update_mask=["parent"]),
                 rest=("PATCH", "/v1/tenants/ta", {"parent": "Not A Name"}))
+        refused(c, code.INVALID_ARGUMENT, "UpdateTenant",
+                A.UpdateTenantRequest(tenant=A.Tenant(name="ta", unix_account="Root!"),
+                                      update_mask=["unix_account"]),
+                field="unix_account", rest=("PATCH", "/v1/tenants/ta", {"unix_account": "Root!"}))
         refused(c, code.INVALID_ARGUMENT, "UpdateTenant",   # a cycle
                 A.UpdateTenantRequest(tenant=A.Tenant(name="ta", parent="tsub"), update_mask=["parent"]),
                 rest=("PATCH", "/v1/tenants/ta", {"parent": "tsub"}))
@@ -214,6 +226,14 @@ def test_priority_classes(c):
         priority_class=A.PriorityClass(name="gold", priority=0, description="not sent"),
         update_mask=["priority"]), s["admin"])
     check_eq((p.priority, p.description), (0, "deadlines"))
+    # the tenant's service account for the nodes: set, read by REST, cleared
+    t = call("UpdateTenant", A.UpdateTenantRequest(tenant=A.Tenant(name="ta", unix_account="svc_ta"),
+                                                   update_mask=["unix_account"]), s["admin"])
+    check_eq(t.unix_account, "svc_ta")
+    check_eq(c.api("GET", "/v1/tenants/ta")[2]["unix_account"], "svc_ta")
+    t = call("UpdateTenant", A.UpdateTenantRequest(tenant=A.Tenant(name="ta"), update_mask=["unix_account"]),
+             s["admin"])
+    check_eq((t.unix_account, c.api("GET", "/v1/tenants/ta")[2]["unix_account"]), ("", ""))
     # an empty mask changes nothing (REST's PATCH {}), whatever the message holds
     p = call("UpdatePriorityClass", A.UpdatePriorityClassRequest(priority_class=A.PriorityClass(
         name="gold", priority=55, preemptible=True, grace_period_s=1, is_default=True)), s["admin"])

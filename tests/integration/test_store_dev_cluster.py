@@ -25,9 +25,13 @@ def env_of(state):
     return dict(kv.split("=", 1) for kv in r.stdout.decode().split("\0") if "=" in kv)
 
 
+CGROOT = "muster-devtest-%d" % os.getpid()  # not the `make run` default, `muster`
+
+
 def start(state, http, grpc, run_for):
     env = dict(os.environ, MUSTER_STATE_DIR=state, MUSTER_RUN_FOR=str(run_for),
-               MUSTER_HTTP_ADDR="127.0.0.1:%d" % http, MUSTER_GRPC_ADDR="127.0.0.1:%d" % grpc)
+               MUSTER_HTTP_ADDR="127.0.0.1:%d" % http, MUSTER_GRPC_ADDR="127.0.0.1:%d" % grpc,
+               MUSTER_AGENT_CGROUP_ROOT=CGROOT)
     log = open(os.path.join(os.path.dirname(state), "dev-cluster.log"), "ab")
     # Ctrl-C at a terminal reaches a shell whose SIGINT is not ignored. A
     # CI runner may start us with SIGINT ignored (a background job of a
@@ -123,6 +127,14 @@ def test_make_run_twice():
                               for r in os.listdir(os.path.join(state, "agents", node, "runs"))]]
             ranks = sorted(open(o).read().split()[1] for o in outs if os.path.exists(o))
             check("0" in ranks and "1" in ranks, "both ranks of the demo gang ran", ranks)
+            # as an unprivileged account: muster-demo when root, else ourselves
+            import pwd
+            want = pwd.getpwnam("muster-demo").pw_uid if os.geteuid() == 0 else os.geteuid()
+            for o in outs:
+                if os.path.exists(o):
+                    st = os.stat(o)
+                    check_eq(st.st_uid, want, "demo job log owner", o)
+                    check_eq(st.st_mode & 0o777, 0o600, "demo job log mode", o)
     except BaseException:
         try:
             with open(os.path.join(top, "dev-cluster.log"), "rb") as f:
@@ -143,6 +155,7 @@ def test_make_run_twice():
                 os.killpg(p.pid, signal.SIGKILL)
         subprocess.run([devdb, "stop", "--dir", os.path.join(state, "db")],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        harness.remove_cgroup_tree(CGROOT)
         shutil.rmtree(top, ignore_errors=True)
 
 

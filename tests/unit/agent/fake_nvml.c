@@ -52,6 +52,13 @@ int nvmlDeviceGetUUID(void *dev, char *buf, unsigned int len)
 	snprintf(buf, len, "GPU-nvmlfake-%d", ((dev_t_ *)dev)->id);
 	return 0;
 }
+/* minors in the other order than the indices, as on a node whose GPUs
+ * were enumerated differently by the driver */
+int nvmlDeviceGetMinorNumber(void *dev, unsigned int *minor)
+{
+	*minor = 1u - (unsigned int)((dev_t_ *)dev)->id;
+	return 0;
+}
 int nvmlDeviceGetName(void *dev, char *buf, unsigned int len)
 {
 	(void)dev;

@@ -22,12 +22,22 @@
 #include "alloc.h"
 
 static char tmpdir[256];
+static struct ag_node node; /* runs as the test's own account, no cgroups */
+
+static void node_init(struct ag_node *n, const char *dir)
+{
+	memset(n, 0, sizeof(*n));
+	n->state_dir = dir;
+	n->name = "test-node";
+	assert_int_equal(ag_runas_policy_init(&n->runas, 1000, true, true), 0);
+}
 
 static int setup_dir(void **state)
 {
 	(void)state;
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/mu-agent-test.XXXXXX");
 	assert_non_null(mkdtemp(tmpdir));
+	node_init(&node, tmpdir);
 	return 0;
 }
 
@@ -62,7 +72,7 @@ static void make_spec(struct ag_spec *s, int64_t run_id, char **argv, int ppn)
 	s->job_name = mu_strdup("t");
 	s->argv = argv;
 	s->env = strv("JOBVAR=hello", "RANK=999", NULL);
-	s->workdir = mu_strdup("");
+	s->workdir = mu_strdup("/tmp");
 	s->procs_per_node = ppn;
 	s->gpus_per_node = 4;
 	s->node_rank = 1;
@@ -102,7 +112,7 @@ static void launch_env_contract(void **state)
 	make_spec(&s, 12345, strv("true", NULL, NULL), 4);
 	char *base[] = { "PATH=/usr/bin:/bin", "MUSTER_AGENT_TOKEN=secret", "MUSTER_URL=x",
 			 "HOME=/root", NULL };
-	char **env = ag_launch_env(&s, 2, "/tmp/hf", base);
+	char **env = ag_launch_env(&s, 2, "/tmp/hf", base, NULL);
 	assert_string_equal(env_get(env, "PATH"), "/usr/bin:/bin");
 	assert_null(env_get(env, "MUSTER_AGENT_TOKEN")); /* the token never leaks */
 	assert_null(env_get(env, "MUSTER_URL"));
@@ -132,7 +142,7 @@ static void launch_env_contract(void **state)
 	mu_free(s.master_addr);
 	s.master_addr = mu_strdup("10.9.9.9");
 	s.master_port = 29500;
-	env = ag_launch_env(&s, 0, NULL, NULL);
+	env = ag_launch_env(&s, 0, NULL, NULL, NULL);
 	assert_string_equal(env_get(env, "MASTER_ADDR"), "10.9.9.9");
 	assert_string_equal(env_get(env, "MASTER_PORT"), "29500");
 	assert_string_equal(env_get(env, "RANK"), "4");
@@ -225,7 +235,10 @@ static void real_children_env_and_exit(void **state)
 					"ls /proc/self/fd > fds.$LOCAL_RANK; "
 					"[ $LOCAL_RANK = 1 ] && exit 3; exit 0"),
 		  2);
-	assert_int_equal(ag_run_start(&r, &s, tmpdir), 0);
+	mu_free(s.workdir);
+	s.workdir = mu_malloc(400);
+	snprintf(s.workdir, 400, "%s/runs/501", tmpdir);
+	assert_int_equal(ag_run_start(&r, &s, &node), 0);
 	assert_true(r.pgid > 0);
 	assert_int_equal(getpgid(r.pids[1]), r.pgid); /* one group for the run */
 	assert_int_not_equal(r.pgid, getpgrp());
@@ -267,7 +280,7 @@ static void real_children_env_and_exit(void **state)
 	ag_spec_free(&s);
 	/* a command that cannot be executed: exit 127 */
 	make_spec(&s, 502, strv("/nonexistent/prog", NULL, NULL), 1);
-	assert_int_equal(ag_run_start(&r, &s, tmpdir), 0);
+	assert_int_equal(ag_run_start(&r, &s, &node), 0);
 	wait_done(&r, 10);
 	assert_int_equal(r.exit_code, 127);
 	ag_spec_free(&s);
@@ -280,7 +293,7 @@ static void stop_term_grace_kill(void **state)
 	struct ag_run r;
 	/* TERM ends it within the grace */
 	make_spec(&s, 601, strv("/bin/sleep", "30", NULL), 2);
-	assert_int_equal(ag_run_start(&r, &s, tmpdir), 0);
+	assert_int_equal(ag_run_start(&r, &s, &node), 0);
 	usleep(100000);
 	double t0 = ag_now();
 	ag_run_stop(&r, 8, "cancel");
@@ -290,7 +303,7 @@ static void stop_term_grace_kill(void **state)
 	ag_spec_free(&s);
 	/* TERM ignored: KILL after the grace */
 	make_spec(&s, 602, strv("/bin/sh", "-c", "trap '' TERM; sleep 30 & wait; sleep 30"), 1);
-	assert_int_equal(ag_run_start(&r, &s, tmpdir), 0);
+	assert_int_equal(ag_run_start(&r, &s, &node), 0);
 	usleep(200000);
 	t0 = ag_now();
 	ag_run_stop(&r, 1, "preempt");
@@ -303,7 +316,7 @@ static void stop_term_grace_kill(void **state)
 	/* the time-limit backstop */
 	make_spec(&s, 603, strv("/bin/sleep", "30", NULL), 1);
 	s.time_limit_s = 1;
-	assert_int_equal(ag_run_start(&r, &s, tmpdir), 0);
+	assert_int_equal(ag_run_start(&r, &s, &node), 0);
 	wait_done(&r, 10);
 	assert_int_equal(r.exit_signal, SIGTERM);
 	assert_string_equal(r.message, "time limit reached");
@@ -452,14 +465,16 @@ static void state_file_restart(void **state)
 	char sd[300];
 	snprintf(sd, sizeof(sd), "%s/restart", tmpdir);
 	mkdir(sd, 0755);
+	struct ag_node snode;
+	node_init(&snode, sd);
 	make_spec(&s, 701, strv("/bin/sleep", "30", NULL), 2);
-	assert_int_equal(ag_run_start(&runs[0], &s, sd), 0);
+	assert_int_equal(ag_run_start(&runs[0], &s, &snode), 0);
 	ag_spec_free(&s);
 	make_spec(&s, 702, strv("/bin/sh", "-c", "exit 5"), 1);
-	assert_int_equal(ag_run_start(&runs[1], &s, sd), 0);
+	assert_int_equal(ag_run_start(&runs[1], &s, &snode), 0);
 	ag_spec_free(&s);
 	make_spec(&s, 703, strv("/bin/sleep", "30", NULL), 1);
-	assert_int_equal(ag_run_start(&runs[2], &s, sd), 0);
+	assert_int_equal(ag_run_start(&runs[2], &s, &snode), 0);
 	ag_spec_free(&s);
 	usleep(300000); /* 702 ends while "the agent is down" (not polled) */
 	pid_t pg701 = runs[0].pgid, pg703 = runs[2].pgid;
@@ -470,7 +485,7 @@ static void state_file_restart(void **state)
 	/* the "new agent" */
 	struct ag_run *back = NULL;
 	int n = 0;
-	assert_int_equal(ag_state_load(sd, &back, &n), 0);
+	assert_int_equal(ag_state_load(sd, &snode.cg, &back, &n), 0);
 	assert_int_equal(n, 3);
 	assert_int_equal(back[0].run_id, 701);
 	assert_int_equal(back[0].state, AG_RUN_LIVE);
@@ -508,8 +523,100 @@ static void state_file_restart(void **state)
 	mu_free(back);
 	/* no state file: nothing */
 	snprintf(sd, sizeof(sd), "%s/none", tmpdir);
-	assert_int_equal(ag_state_load(sd, &back, &n), 0);
+	assert_int_equal(ag_state_load(sd, &snode.cg, &back, &n), 0);
 	assert_int_equal(n, 0);
+}
+
+/* Who a job runs as: the policy's decisions, from real passwd entries. */
+static void runas_policy(void **state)
+{
+	(void)state;
+	struct ag_runas_policy p = { .min_uid = 1000, .agent_uid = 0 };
+	struct ag_ident id;
+	char why[256];
+
+	snprintf(p.agent_user, sizeof(p.agent_user), "root");
+	assert_int_equal(ag_runas_resolve(&p, "root", &id, why, sizeof(why)), MU_EFORBIDDEN);
+	assert_non_null(strstr(why, "is root"));
+	assert_int_equal(ag_runas_resolve(&p, "daemon", &id, why, sizeof(why)), MU_EFORBIDDEN);
+	assert_non_null(strstr(why, "below --min-uid 1000"));
+	assert_int_equal(ag_runas_resolve(&p, "no-such-user-x9", &id, why, sizeof(why)), MU_EFORBIDDEN);
+	assert_non_null(strstr(why, "no Unix account no-such-user-x9"));
+	assert_int_equal(ag_runas_resolve(&p, "", &id, why, sizeof(why)), MU_EFORBIDDEN);
+	/* nobody (65534) is an ordinary account above the minimum */
+	assert_int_equal(ag_runas_resolve(&p, "nobody", &id, why, sizeof(why)), 0);
+	assert_int_equal(id.uid, 65534);
+	assert_true(id.drop);
+	assert_true(id.ngroups >= 1);
+	assert_string_equal(id.name, "nobody");
+	p.allow_root = true;
+	assert_int_equal(ag_runas_resolve(&p, "root", &id, why, sizeof(why)), 0);
+	assert_false(id.drop); /* root stays root: nothing to drop */
+	assert_string_equal(id.home, "/root");
+	/* a non-root agent: its own user only, unless single-user */
+	struct ag_runas_policy q = { .min_uid = 1000, .agent_uid = 65534 };
+	snprintf(q.agent_user, sizeof(q.agent_user), "nobody");
+	assert_int_equal(ag_runas_resolve(&q, "root", &id, why, sizeof(why)), MU_EFORBIDDEN);
+	assert_non_null(strstr(why, "not root"));
+	assert_int_equal(ag_runas_resolve(&q, "nobody", &id, why, sizeof(why)), 0);
+	assert_false(id.drop);
+	q.single_user = true;
+	assert_int_equal(ag_runas_resolve(&q, "someone-else", &id, why, sizeof(why)), 0);
+	assert_int_equal(id.uid, 65534);
+	/* the account's environment wins over the agent's */
+	struct ag_spec s;
+	make_spec(&s, 9, strv("true", NULL, NULL), 1);
+	char *base[] = { "HOME=/root", "USER=root", NULL };
+	char **env = ag_launch_env(&s, 0, NULL, base, &id);
+	assert_string_equal(env_get(env, "HOME"), id.home);
+	assert_string_equal(env_get(env, "USER"), "nobody");
+	assert_string_equal(env_get(env, "LOGNAME"), "nobody");
+	assert_string_equal(env_get(env, "SHELL"), id.shell);
+	assert_string_equal(env_get(env, "PATH"), "/usr/local/bin:/usr/bin:/bin");
+	ag_env_free(env);
+	ag_spec_free(&s);
+}
+
+/* A state file names the cgroups the agent created; a name outside its
+ * --cgroup-root (someone else's) is never adopted, and old lines load. */
+static void state_file_cgroups(void **state)
+{
+	(void)state;
+	char sd[300], path[400];
+	struct ag_cg cg = { .mode = AG_CG_V2 };
+	struct ag_run *back = NULL;
+	int n = 0;
+	snprintf(sd, sizeof(sd), "%s/cgstate", tmpdir);
+	mkdir(sd, 0755);
+	snprintf(cg.root, sizeof(cg.root), "muster");
+	snprintf(cg.v2, sizeof(cg.v2), "%s/nonexistent", tmpdir);
+	snprintf(path, sizeof(path), "%s/agent.state", sd);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "muster-agent-state 2\n"
+		   "run2 1 10 2 0 0 1 0 9 0 muster/n1/run-1 oom /x/runs/1\n"
+		   "run2 2 20 2 0 0 1 0 0 0 other/n1/run-2 - /x/runs/2\n"
+		   "run2 3 30 2 0 0 1 0 0 0 muster/../etc - /x/runs/3\n"
+		   "run 4 40 2 0 0 1 3 0 0 /x/runs/4\n");
+	fclose(f);
+	assert_int_equal(ag_state_load(sd, &cg, &back, &n), 0);
+	assert_int_equal(n, 4);
+	assert_string_equal(back[0].cgroup, "muster/n1/run-1");
+	assert_string_equal(back[0].end_reason, "oom");
+	assert_string_equal(back[0].dir, "/x/runs/1");
+	assert_string_equal(back[1].cgroup, ""); /* not under our root: not ours */
+	assert_string_equal(back[2].cgroup, "");
+	assert_string_equal(back[3].cgroup, ""); /* a state file of before cgroups */
+	assert_int_equal(back[3].exit_code, 3);
+	assert_string_equal(back[3].dir, "/x/runs/4");
+	assert_int_equal(ag_state_save(sd, back, n), 0);
+	mu_free(back);
+	assert_int_equal(ag_state_load(sd, &cg, &back, &n), 0);
+	assert_int_equal(n, 4);
+	assert_string_equal(back[0].cgroup, "muster/n1/run-1");
+	assert_string_equal(back[0].end_reason, "oom");
+	assert_string_equal(back[3].dir, "/x/runs/4");
+	mu_free(back);
 }
 
 int main(void)
@@ -519,7 +626,8 @@ int main(void)
 		cmocka_unit_test(hostfile_update_on_shrink),
 		cmocka_unit_test(real_children_env_and_exit), cmocka_unit_test(stop_term_grace_kill),
 		cmocka_unit_test(reconcile_decisions), cmocka_unit_test(fault_lines),
-		cmocka_unit_test(state_file_restart),
+		cmocka_unit_test(state_file_restart), cmocka_unit_test(runas_policy),
+		cmocka_unit_test(state_file_cgroups),
 	};
 	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

@@ -23,6 +23,8 @@ static void nvml_backend(void **state)
 	assert_int_equal(ag_gpus_open_nvml(&g, &err), 0);
 	assert_int_equal(g.n, 2);
 	assert_string_equal(g.gpu[1].uuid, "GPU-nvmlfake-1");
+	assert_int_equal(g.gpu[0].minor, 1); /* /dev/nvidia1 is GPU 0 there */
+	assert_int_equal(g.gpu[1].minor, 0);
 	assert_string_equal(g.gpu[0].model, "NVIDIA H200");
 	assert_int_equal(g.gpu[0].memory_mb, 143771);
 	ag_gpus_poll(&g);

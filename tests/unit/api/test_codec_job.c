@@ -72,6 +72,28 @@ static void test_minimal_defaults(void **state)
 	assert_string_equal(j.topo_required, "");
 }
 
+static void test_node_limits(void **state)
+{
+	struct store_job j;
+	struct mu_error err;
+	struct mu_buf b = MU_BUF_INIT;
+
+	assert_int_equal(decode(*state, "{\"nodes\":1,\"gpus_per_node\":0,\"command\":[\"x\"],"
+					"\"mem_per_node\":\"512M\",\"cpus_per_node\":8,\"workdir\":\"/w\"}",
+				&j, &err), 0);
+	assert_int_equal(j.mem_per_node, 512LL << 20);
+	assert_int_equal(j.cpus_per_node, 8);
+	assert_int_equal(decode(*state, "{\"nodes\":1,\"gpus_per_node\":0,\"command\":[\"x\"],"
+					"\"mem_per_node\":2147483648}", &j, &err), 0);
+	assert_int_equal(j.mem_per_node, 2147483648LL);
+	assert_int_equal(j.cpus_per_node, 0);
+	j.state = "PENDING";
+	j.tenant = j.priority_class = "t";
+	codec_job_encode(&j, &b);
+	assert_non_null(strstr(b.p, "\"mem_per_node\":2147483648,\"cpus_per_node\":null"));
+	mu_buf_release(&b);
+}
+
 static void test_time_limit_forms(void **state)
 {
 	static const struct {
@@ -133,6 +155,12 @@ static void test_field_errors(void **state)
 		{ "{\"nodes\":1,\"gpus_per_node\":1,\"command\":[\"x\"],\"dependencies\":[{\"type\":\"afterok\",\"job_id\":1,\"x\":1}]}", MU_EUNKNOWNFIELD, "dependencies.0.x" },
 		{ "{\"nodes\":1,\"gpus_per_node\":1,\"command\":[\"x\"],\"dependencies\":[7]}", MU_ETYPE, "dependencies.0" },
 		{ "{\"nodes\":1,\"gpus_per_node\":1,\"command\":[\"x\"],\"topology\":\"rack\"}", MU_ETYPE, "topology" },
+		{ "{\"nodes\":1,\"gpus_per_node\":1,\"command\":[\"x\"],\"workdir\":\"rel/dir\"}", MU_EINVAL, "workdir" },
+		{ "{\"nodes\":1,\"gpus_per_node\":1,\"command\":[\"x\"],\"mem_per_node\":1024}", MU_ERANGE, "mem_per_node" },
+		{ "{\"nodes\":1,\"gpus_per_node\":1,\"command\":[\"x\"],\"mem_per_node\":\"12X\"}", MU_EINVAL, "mem_per_node" },
+		{ "{\"nodes\":1,\"gpus_per_node\":1,\"command\":[\"x\"],\"mem_per_node\":\"1K\"}", MU_ERANGE, "mem_per_node" },
+		{ "{\"nodes\":1,\"gpus_per_node\":1,\"command\":[\"x\"],\"mem_per_node\":true}", MU_ETYPE, "mem_per_node" },
+		{ "{\"nodes\":1,\"gpus_per_node\":1,\"command\":[\"x\"],\"cpus_per_node\":0}", MU_ERANGE, "cpus_per_node" },
 	};
 	struct store_job j;
 	struct mu_error err;
@@ -283,6 +311,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_minimal_defaults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_time_limit_forms, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_node_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_field_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_string_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_body_level, setup, teardown),

@@ -213,6 +213,15 @@ static void submit_full(void **state)
 	assert_true(s.test_only);
 	cli_submit_release(&s);
 
+	/* Slurm's --mem goes to the API as written (it parses "64G"); CPUs per node */
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(PARSE(&s, &err, "submit", "--mem", "64G", "--cpus-per-node", "16", "x"), 0);
+	body = dump(s.body);
+	assert_string_equal(body, "{\"command\":[\"x\"],\"cpus_per_node\":16,\"gpus_per_node\":0,"
+				  "\"mem_per_node\":\"64G\",\"name\":\"x\",\"nodes\":1}");
+	mu_free(body);
+	cli_submit_release(&s);
+
 	memset(&s, 0, sizeof(s));
 	assert_int_equal(PARSE(&s, &err, "submit", "--wrap", "echo $HOSTNAME", "--priority-class",
 			       "low", "--min-nodes", "1", "-N", "3", "--topology", "preferred:block"),
@@ -267,6 +276,7 @@ static void submit_bad(void **state)
 		CASE("required:LEVEL", "submit", "--topology", "required:", "x"),
 		CASE("out of range", "submit", "--max-retries", "101", "x"),
 		CASE("out of range", "submit", "--procs-per-node", "0", "x"),
+		CASE("out of range", "submit", "--cpus-per-node", "0", "x"),
 		CASE("not supported", "submit", "-d", "after:1", "x"),
 		CASE("twice", "submit", "--label", "a=1", "--label", "a=2", "x"),
 		CASE("not both", "submit", "--wrap", "true", "x"),
