@@ -291,6 +291,7 @@ static int mkdirs(const char *path)
 static void keeper(const struct ag_spec *s, struct ag_run *r, int local, char **env)
 {
 	char out[4200], err[4200], exitf[4200];
+	ag_token_wipe(); /* this fork's copy of the node credential */
 	snprintf(out, sizeof(out), "%s/proc%d.out", r->dir, local);
 	snprintf(err, sizeof(err), "%s/proc%d.err", r->dir, local);
 	snprintf(exitf, sizeof(exitf), "%s/exit.%d", r->dir, local);

@@ -27,15 +27,19 @@
 #define AGENT_VERSION "0.1.0"
 #define DONE_KEEP_S 600.0 /* a finished run unlisted this long is forgotten */
 
-static char *api_addr, *token, *node_name, *address, *topology, *labels, *state_dir;
+static char *api_addr, *token_file, *token_flag, *node_name, *address, *topology, *labels, *state_dir;
 static char *gpu_backend, *fake_model, *fabric_ifaces, *sysfs_net, *log_level;
 static long long fake_gpus, fake_memory_mb, heartbeat_ms, default_grace_s;
 
 static const struct mu_opt opts[] = {
 	{ "api", "MUSTER_AGENT_API", MU_OPT_STR, "127.0.0.1:9090",
 	  "muster-api gRPC address (host:port)", &api_addr },
-	{ "token", "MUSTER_AGENT_TOKEN", MU_OPT_STR, "", "agent-role token bound to this node",
-	  &token },
+	{ "token-file", "MUSTER_AGENT_TOKEN_FILE", MU_OPT_STR, "",
+	  "file holding this node's agent token (regular, owned by the agent's uid, mode 0600"
+	  " or stricter); or MUSTER_AGENT_TOKEN in the environment, dropped by a re-exec",
+	  &token_file },
+	{ "token", NULL, MU_OPT_STR, "",
+	  "refused: argv is readable by every local user (use --token-file)", &token_flag },
 	{ "node", "MUSTER_NODE_NAME", MU_OPT_STR, "", "node name (default: the host name)",
 	  &node_name },
 	{ "address", "MUSTER_NODE_ADDRESS", MU_OPT_STR, "",
@@ -377,6 +381,55 @@ static bool poll_health(struct agent *a)
 	return urgent;
 }
 
+/* Before the flag table is parsed: a token in the environment makes the
+ * agent re-exec itself without it (token.c); the new image finds the token
+ * on an inherited fd. Nonzero: exit. */
+static int load_token_early(char **argv)
+{
+	struct mu_error err = { 0 };
+	const char *fd = getenv(AG_TOKEN_FD_ENV);
+
+	for (char **p = argv + 1; *p; p++) {
+		if (!strcmp(*p, "--"))
+			break;
+		if (!strcmp(*p, "--token") || !strncmp(*p, "--token=", 8)) {
+			fprintf(stderr, "muster-agent: --token is refused: a command line is readable"
+					" by every local user (ps, /proc/<pid>/cmdline). Put the token in"
+					" a file of mode 0600 and pass --token-file FILE\n");
+			return 2;
+		}
+	}
+	if (ag_token_reexec(argv, &err) != 0)
+		goto fail;
+	if (fd) {
+		char *end;
+		long v = strtol(fd, &end, 10);
+
+		unsetenv(AG_TOKEN_FD_ENV);
+		if (*end || v < 3 || v > 1 << 20) {
+			mu_error_set(&err, MU_EINVAL, "token", AG_TOKEN_FD_ENV " is not an fd");
+			goto fail;
+		}
+		if (ag_token_load_fd((int)v, &err) != 0)
+			goto fail;
+	}
+	return 0;
+fail:
+	fprintf(stderr, "muster-agent: %s\n", err.msg);
+	return 2;
+}
+
+/* After the flag table: --token-file, unless the environment gave one. */
+static int load_token(struct mu_error *err)
+{
+	if (!*token_file)
+		return 0;
+	if (ag_token_loaded())
+		return mu_error_set(err, MU_EINVAL, "token-file",
+				    "give the token once: --token-file or MUSTER_AGENT_TOKEN, not both");
+	return ag_token_load_file(token_file, err);
+}
+
 static void split_ifaces(struct agent *a)
 {
 	char *copy = mu_strdup(fabric_ifaces);
@@ -398,6 +451,8 @@ int main(int argc, char **argv)
 	int rc = 1;
 	memset(&a, 0, sizeof(a));
 	mu_log_set_prog("muster-agent");
+	if (load_token_early(argv) != 0)
+		return 2;
 	if (mu_config_parse(opts, sizeof(opts) / sizeof(opts[0]), argc, argv,
 			    "muster-agent: runs this node's share of muster gangs", &err) < 0)
 		return 2;
@@ -415,9 +470,14 @@ int main(int argc, char **argv)
 		mu_free(address);
 		address = mu_strdup(node_name);
 	}
-	if (!*token) {
-		fprintf(stderr, "muster-agent: --token (MUSTER_AGENT_TOKEN) is required: an agent token "
-				"for node %s (POST /v1/tokens {\"role\":\"agent\",\"node\":\"%s\"})\n",
+	if (load_token(&err) != 0) {
+		fprintf(stderr, "muster-agent: %s\n", err.msg);
+		goto out;
+	}
+	if (!ag_token_loaded()) {
+		fprintf(stderr, "muster-agent: --token-file (MUSTER_AGENT_TOKEN_FILE) is required: a"
+				" file, mode 0600, holding the agent token for node %s (POST /v1/tokens"
+				" {\"role\":\"agent\",\"node\":\"%s\"})\n",
 			node_name, node_name);
 		goto out;
 	}
@@ -458,7 +518,7 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	a.stream = ag_stream_new(api_addr, token);
+	a.stream = ag_stream_new(api_addr, ag_token_header());
 	mu_info("node=%s address=%s api=%s gpus=%d backend=%s state=%s runs=%d", node_name, address,
 		api_addr, a.gpus.n, gpu_backend, state_dir, a.nruns);
 	while (!quit) {
@@ -505,5 +565,6 @@ out:
 	mu_free(a.link_up);
 	mu_free(a.runs);
 	mu_config_release(opts, sizeof(opts) / sizeof(opts[0]));
+	ag_token_wipe();
 	return rc;
 }

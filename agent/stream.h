@@ -12,8 +12,9 @@
 
 struct ag_stream;
 
-/* target "host:port"; token borrowed for the call of this function only. */
-struct ag_stream *ag_stream_new(const char *target, const char *token);
+/* target "host:port"; auth_header ("Bearer <token>", ag_token_header())
+ * is borrowed for the stream's whole life and never copied. */
+struct ag_stream *ag_stream_new(const char *target, const char *auth_header);
 void ag_stream_free(struct ag_stream *s);
 /* True when no call is open and the backoff has passed: open one now. */
 bool ag_stream_should_open(const struct ag_stream *s);

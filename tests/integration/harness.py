@@ -65,6 +65,8 @@ Methods:
   c.make_tenant(name, parent="root", **fields) -> tenant JSON (POST /v1/tenants, admin)
   c.make_token(role="tenant", tenant=None, user=None, name=None, **fields)
                               -> the secret string (POST /v1/tokens, admin)
+  c.token_file(secret, name=None) -> path of a new 0600 file holding secret (for
+                                 muster-agent --token-file)
   c.log_text(name)            -> a process log's contents ("api", "postgres", ...)
   c.wait_until(fn, timeout=10, what="")  polls fn until it returns a true value (also
                                  harness.wait_until)
@@ -547,6 +549,16 @@ class Cluster:
         if st != 201:
             raise RuntimeError("POST /v1/tokens: %s %s" % (st, b))
         return b["token"]
+
+
+    def token_file(self, secret, name=None):
+        """Writes an agent token to a new file of mode 0600 in the cluster dir
+        (what muster-agent --token-file wants) and returns its path."""
+        path = os.path.join(self.dir, name or "token-" + secrets.token_hex(4))
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secret + "\n")
+        return path
 
 
 def main(**cluster_kwargs):
