@@ -20,6 +20,7 @@
 #include "stream.h"
 
 #define OUTBOX_MAX 4096
+#define AG_MAX_DESIRED (64 << 20) /* = MAX_DESIRED_BYTES in api/grpc/grpc_agent.c */
 #define BACKOFF_MIN 0.25
 #define BACKOFF_MAX 15.0
 
@@ -52,7 +53,12 @@ struct ag_stream *ag_stream_new(const char *target, const char *auth_header)
 	grpc_init();
 	s->target = mu_strdup(target);
 	grpc_channel_credentials *cred = grpc_insecure_credentials_create();
-	s->ch = grpc_channel_create(target, cred, NULL);
+	/* the server never sends a DesiredState above this (grpc_agent.c) */
+	grpc_arg arg = { .type = GRPC_ARG_INTEGER,
+			 .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+			 .value.integer = AG_MAX_DESIRED };
+	grpc_channel_args args = { .num_args = 1, .args = &arg };
+	s->ch = grpc_channel_create(target, cred, &args);
 	grpc_channel_credentials_release(cred);
 	s->cq = grpc_completion_queue_create_for_next(NULL);
 	/* not copied: the one buffer the agent's forks wipe (token.c) */
