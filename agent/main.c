@@ -90,7 +90,9 @@ static void on_signal(int sig)
 	quit = sig;
 }
 
-static void status_msg(struct agent *a, const struct ag_run *r, int64_t run_id,
+/* True when queued on the open stream; a report that was not is made again
+ * (the reconciler sees told_* false), so an exit is never lost. */
+static bool status_msg(struct agent *a, const struct ag_run *r, int64_t run_id,
 		       Muster__V1__RunPhase phase, const char *msg)
 {
 	Muster__V1__AgentMessage m = MUSTER__V1__AGENT_MESSAGE__INIT;
@@ -107,9 +109,11 @@ static void status_msg(struct agent *a, const struct ag_run *r, int64_t run_id,
 	}
 	m.msg_case = MUSTER__V1__AGENT_MESSAGE__MSG_RUN_STATUS;
 	m.run_status = &st;
-	if (ag_stream_send(a->stream, &m))
-		mu_info("run=%" PRId64 " reported phase=%d code=%d signal=%d", run_id, (int)phase,
-			st.exit_code, st.exit_signal);
+	if (!ag_stream_send(a->stream, &m))
+		return false;
+	mu_info("run=%" PRId64 " reported phase=%d code=%d signal=%d", run_id, (int)phase,
+		st.exit_code, st.exit_signal);
+	return true;
 }
 
 /* DesiredRun -> ag_spec (new strings; ag_spec_free). */
@@ -202,13 +206,12 @@ static void on_desired(struct agent *a, const Muster__V1__DesiredState *ds)
 			ag_state_save(state_dir, a->runs, a->nruns); /* before anyone hears of it */
 			a->dirty = false;
 			if (rc == 0) {
-				r->told_running = true;
-				status_msg(a, r, r->run_id, MUSTER__V1__RUN_PHASE__RUN_PHASE_RUNNING, "");
+				r->told_running = status_msg(a, r, r->run_id,
+							     MUSTER__V1__RUN_PHASE__RUN_PHASE_RUNNING, "");
 			} else {
-				r->told_exit = true;
 				r->ended = ag_now();
-				status_msg(a, r, r->run_id,
-					   MUSTER__V1__RUN_PHASE__RUN_PHASE_FAILED_TO_START, NULL);
+				r->told_exit = status_msg(a, r, r->run_id,
+							  MUSTER__V1__RUN_PHASE__RUN_PHASE_FAILED_TO_START, NULL);
 			}
 			break;
 		}
@@ -222,13 +225,13 @@ static void on_desired(struct agent *a, const Muster__V1__DesiredState *ds)
 			a->dirty = true;
 			break;
 		case AG_ACT_REPORT_RUNNING:
-			r->told_running = true;
-			status_msg(a, r, r->run_id, MUSTER__V1__RUN_PHASE__RUN_PHASE_RUNNING, "");
+			r->told_running = status_msg(a, r, r->run_id, MUSTER__V1__RUN_PHASE__RUN_PHASE_RUNNING,
+						     "");
 			break;
 		case AG_ACT_REPORT_EXIT:
 			if (r) {
-				r->told_exit = true;
-				status_msg(a, r, r->run_id, MUSTER__V1__RUN_PHASE__RUN_PHASE_EXITED, NULL);
+				r->told_exit = status_msg(a, r, r->run_id,
+							  MUSTER__V1__RUN_PHASE__RUN_PHASE_EXITED, NULL);
 			} else {
 				status_msg(a, NULL, act->run_id, MUSTER__V1__RUN_PHASE__RUN_PHASE_EXITED,
 					   "stopped before it started");
@@ -356,7 +359,9 @@ static void send_heartbeat(struct agent *a)
 	hb.links = lp;
 	m.msg_case = MUSTER__V1__AGENT_MESSAGE__MSG_HEARTBEAT;
 	m.heartbeat = &hb;
-	if (ag_stream_send(a->stream, &m)) {
+	/* a stalled server (paused, overloaded): keep the outbox for run
+	 * reports; the XIDs wait for the next heartbeat */
+	if (ag_stream_backlog(a->stream) < AG_STREAM_HB_BACKLOG && ag_stream_send(a->stream, &m)) {
 		for (int i = 0; i < a->gpus.n; i++)
 			a->gpus.gpu[i].nxids = 0; /* delivered (or the stream fails and we resend none) */
 	}
@@ -533,11 +538,10 @@ int main(int argc, char **argv)
 			if (ag_run_poll(r)) {
 				r->ended = ag_now();
 				a.dirty = true;
-				if (ag_stream_ready(a.stream)) {
-					r->told_exit = true;
-					status_msg(&a, r, r->run_id, MUSTER__V1__RUN_PHASE__RUN_PHASE_EXITED,
-						   NULL);
-				}
+				/* not told now (no stream, a full outbox): the next
+				 * desired state that still lists it gets it reported */
+				r->told_exit = status_msg(&a, r, r->run_id,
+							  MUSTER__V1__RUN_PHASE__RUN_PHASE_EXITED, NULL);
 			}
 		}
 		if (a.dirty && ag_state_save(state_dir, a.runs, a.nruns) == 0)

@@ -191,6 +191,11 @@ bool ag_stream_send(struct ag_stream *s, const Muster__V1__AgentMessage *m)
 	return true;
 }
 
+size_t ag_stream_backlog(const struct ag_stream *s)
+{
+	return s->out_n;
+}
+
 static void fail(struct ag_stream *s)
 {
 	if (s->state == ST_OPEN) {

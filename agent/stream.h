@@ -7,6 +7,7 @@
 #define MU_AGENT_STREAM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "muster/v1/agent.pb-c.h"
 
@@ -30,6 +31,10 @@ bool ag_stream_send(struct ag_stream *s, const Muster__V1__AgentMessage *m);
  * on_msg (the message is freed after the callback returns). */
 void ag_stream_poll(struct ag_stream *s, int timeout_ms,
 		    void (*on_msg)(void *ctx, const Muster__V1__ServerMessage *m), void *ctx);
+/* Messages queued on the open call and not yet sent. Heartbeats stop
+ * queueing at AG_STREAM_HB_BACKLOG so that run reports always find room. */
+#define AG_STREAM_HB_BACKLOG 1024
+size_t ag_stream_backlog(const struct ag_stream *s);
 /* Cancels the open call (shutdown). */
 void ag_stream_cancel(struct ag_stream *s);
 
