@@ -213,5 +213,29 @@ def test_big_env_refused_node_keeps_working(c):
     check_eq(state, "COMPLETED", "the node keeps running jobs", jid)
 
 
+def test_status_that_fails_to_apply_is_retried(c):
+    """A RunStatus the database refuses (here a trigger, as a lost
+    connection or a deadlock would) is kept and retried until it lands."""
+    setup(c)
+    c.sql("CREATE FUNCTION ch_refuse() RETURNS trigger LANGUAGE plpgsql AS"
+          " $$BEGIN RAISE EXCEPTION 'ch: refused for the test'; END$$;"
+          " CREATE TRIGGER ch_refuse BEFORE INSERT OR UPDATE ON run_node_status"
+          " FOR EACH ROW EXECUTE FUNCTION ch_refuse()")
+    try:
+        st, _, b = c.api("POST", "/v1/jobs", {
+            "name": "retry", "nodes": 1, "gpus_per_node": 1, "command": ["/bin/sh", "-c", "exit 4"]},
+            token=S["user"])
+        check_eq(st, 201, b)
+        jid = str(b["id"])
+        c.wait_until(lambda: "not applied yet" in c.log_text("api"), 20, "a failed apply")
+        time.sleep(2.5)  # a few retries
+        check_eq(c.sql_value("SELECT state FROM jobs WHERE id = $1", jid) in ("STARTING", "PENDING"), True)
+    finally:
+        c.sql("DROP TRIGGER ch_refuse ON run_node_status; DROP FUNCTION ch_refuse()")
+    c.wait_until(lambda: c.sql_value("SELECT state FROM jobs WHERE id = $1", jid) == "FAILED", 20,
+                 "the report landed")
+    check_eq(c.sql_value("SELECT exit_code FROM jobs WHERE id = $1", jid), "4")
+
+
 if __name__ == "__main__":
     harness.main(api=False)
