@@ -356,6 +356,11 @@ class Cluster:
         log = os.path.join(self.dir, name + ".log")
         self._logs[name] = log
         full_env = self.base_env()
+        if any(os.path.basename(a) == "muster-agent" for a in args):
+            # an agent's only peer is muster-api: no database URL, no admin
+            # token in its environment (its forks are the parents of jobs)
+            full_env.pop("MUSTER_DATABASE_URL", None)
+            full_env.pop("MUSTER_ADMIN_TOKEN", None)
         full_env.update({k: str(v) for k, v in (env or {}).items()})
         with open(log, "ab") as f:
             p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
