@@ -219,6 +219,10 @@ static bool valid_path(const char *s, size_t max, bool empty_ok)
 
 static int check_register(struct gcall *c, const Muster__V1__Register *r)
 {
+	/* the token's node (an admin typed it) names the node in other jobs' gangs */
+	if (!valid_address(r->node_name))
+		return mu_error_set(&c->err, MU_EINVAL, "register.node_name",
+				    "must be a host name (1..253 characters, no spaces)");
 	if (!valid_address(r->address))
 		return mu_error_set(&c->err, MU_EINVAL, "register.address",
 				    "must be a host name or an IP address (1..253 characters, no spaces)");
