@@ -53,11 +53,19 @@ struct ag_stream *ag_stream_new(const char *target, const char *auth_header)
 	grpc_init();
 	s->target = mu_strdup(target);
 	grpc_channel_credentials *cred = grpc_insecure_credentials_create();
-	/* the server never sends a DesiredState above this (grpc_agent.c) */
-	grpc_arg arg = { .type = GRPC_ARG_INTEGER,
-			 .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
-			 .value.integer = AG_MAX_DESIRED };
-	grpc_channel_args args = { .num_args = 1, .args = &arg };
+	/* the server never sends a DesiredState above this (grpc_agent.c);
+	 * keepalive: a muster-api host that vanished without a FIN is noticed
+	 * within ~40 s and the agent reconnects (to another replica, or to it
+	 * once it is back) instead of queueing into a dead connection */
+	grpc_arg arg[3] = {
+		{ .type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+		  .value.integer = AG_MAX_DESIRED },
+		{ .type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_KEEPALIVE_TIME_MS,
+		  .value.integer = 30000 },
+		{ .type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+		  .value.integer = 10000 },
+	};
+	grpc_channel_args args = { .num_args = 3, .args = arg };
 	s->ch = grpc_channel_create(target, cred, &args);
 	grpc_channel_credentials_release(cred);
 	s->cq = grpc_completion_queue_create_for_next(NULL);
