@@ -680,6 +680,18 @@ static void flush_heartbeats(PGconn *db)
 	mu_free(hb);
 }
 
+/* While the database is unreachable heartbeats would pile up without
+ * bound (1,000 nodes x 8 GPUs a second); the next ones after it is back say
+ * the same, and control_plane.heard_since gives every node a whole timeout
+ * to be heard again. Faults and run reports are kept (G.faults, G.rs_*). */
+static void drop_heartbeats(void)
+{
+	pthread_mutex_lock(&G.mu);
+	G.n_hb_nodes = 0;
+	G.n_hb = 0;
+	pthread_mutex_unlock(&G.mu);
+}
+
 static int apply_fault(PGconn *db, const struct fault *f)
 {
 	struct mu_error err = { 0 };
@@ -1072,6 +1084,8 @@ static void *agent_main(void *arg)
 		poll(pf, 2, HB_FLUSH_MS);
 		if (pf[0].revents & POLLIN && read(G.wake, &v, sizeof(v)) < 0)
 			mu_debug("grpc agent wake read failed");
+		if (!db)
+			drop_heartbeats(); /* stale by the time the database is back */
 		if (grpc_stopping() || !db)
 			continue;
 		if (store_listen_drain(db, on_notify, NULL) < 0 || !store_db_ok(db)) {

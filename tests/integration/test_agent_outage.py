@@ -7,9 +7,11 @@ once: the control plane's silence, not the nodes'); the agents keep their
 processes; after SIGCONT the job that exited during the pause is reported
 with its real exit code (FAILED, 3) and the one still running ends
 COMPLETED. Then one agent is killed while the other is heard: its node goes
-DOWN after the timeout as before."""
+DOWN after the timeout as before. The same for PostgreSQL stopped under a
+running muster-api."""
 import os
 import signal
+import subprocess
 import time
 
 import harness
@@ -90,6 +92,43 @@ def test_api_pause_is_not_a_node_failure():
         print("silent node DOWN after %.1fs" % (time.monotonic() - t1))
         check(time.monotonic() - t1 >= TIMEOUT - 1, "not before the timeout")
         check_eq(c.sql_value("SELECT up FROM nodes WHERE name = $1", NODES[0]), "t", "the heard node stays up")
+
+
+def test_database_outage_is_not_a_node_failure():
+    """PostgreSQL stopped for three heartbeat timeouts under running agents:
+    muster-api keeps their streams, no node goes DOWN when it is back, and
+    a job that exited meanwhile is reported with its real exit code."""
+    harness.require_binary("muster-agent")
+    harness.require_binary("muster-scheduler")
+    timeout = 4
+    with harness.Cluster(api=True) as c:
+        c.make_tenant("odb")
+        c.sql("INSERT INTO quotas (tenant_id, max_gpus) SELECT id, 99 FROM tenants WHERE name = 'odb'")
+        c.sql("UPDATE settings SET value = $1 WHERE key = 'heartbeat_timeout'", str(timeout))
+        user = c.make_token("tenant", tenant="odb", user="oda")
+        c.start_process(["muster-scheduler", "--db", c.db_url], name="scheduler")
+        for n in NODES:
+            start_agent(c, n, c.make_token("agent", node=n))
+        c.wait_until(lambda: c.sql_value("SELECT count(*) FROM nodes WHERE up") == "2", 20, "agents up")
+        out = os.path.join(c.dir, "out")
+        os.makedirs(out)
+        early = submit(c, user, "touch %s/early; sleep 3; exit 5" % out)
+        late = submit(c, user, "touch %s/late; sleep 25; exit 0" % out)
+        c.wait_until(lambda: state(c, early) == "RUNNING" and state(c, late) == "RUNNING", 30, "both RUNNING")
+        subprocess.run([c.devdb, "stop", "--dir", c.state_dir], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+        try:
+            time.sleep(3 * timeout)
+        finally:
+            subprocess.run([c.devdb, "start", "--dir", c.state_dir], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+        c.wait_until(lambda: state(c, early) not in ("RUNNING", "STARTING"), 30, "early job reported")
+        check_eq(state(c, early), "FAILED", "the real outcome of the early job")
+        check_eq(c.sql_value("SELECT exit_code FROM jobs WHERE id = $1", early), "5")
+        c.wait_until(lambda: state(c, late) not in ("RUNNING", "STARTING"), 40, "late job ends")
+        check_eq(state(c, late), "COMPLETED", "late job")
+        check_eq(c.sql_value("SELECT count(*) FROM events WHERE kind = 'node.down'"), "0", "no node DOWN")
+        check_eq(c.sql_value("SELECT count(*) FROM nodes WHERE up"), "2")
 
 
 if __name__ == "__main__":
