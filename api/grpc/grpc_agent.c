@@ -17,6 +17,13 @@
  * scheduler), muster_sched 'node:<name>' (drain/resume), after RunStatus,
  * and every resync period (a missed notification costs at most that).
  * Unchanged states are not resent.
+ *
+ * The channel cannot be wedged (docs/agent.md "The node channel"): one
+ * live stream per node (claim), validated Register text, revoked tokens'
+ * streams ended (end_revoked), reports retried until they land
+ * (apply_reports), no DesiredState over what the agent accepts, and a
+ * control_plane tick so that an outage of muster-api or PostgreSQL is not
+ * taken for every node's failure.
  */
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -1176,6 +1183,11 @@ void grpc_agent_stop(void)
 		mu_free(G.faults);
 		G.faults = next;
 	}
+	for (size_t i = 0; i < G.nclaims; i++)
+		mu_free(G.claims[i]);
+	mu_free(G.claims);
+	G.claims = NULL;
+	G.nclaims = G.cap_claims = 0;
 	mu_free(G.hb_nodes);
 	mu_free(G.hb);
 	G.hb_nodes = NULL;
