@@ -369,4 +369,27 @@ bool ag_logs_submit(struct ag_logs *l, const struct ag_log_job *job);
 /* Calls fn for each answered job (then releases it). */
 void ag_logs_take(struct ag_logs *l, void (*fn)(void *ctx, struct ag_log_job *job), void *ctx);
 
+/* ---- Node credential (token.c) ---- */
+
+#define AG_TOKEN_MAX 1024
+#define AG_TOKEN_ENV "MUSTER_AGENT_TOKEN"
+/* internal: the fd a re-exec'd agent reads its token from */
+#define AG_TOKEN_FD_ENV "MUSTER_AGENT_TOKEN_FD"
+
+/* Reads the token from `path`: a regular file owned by the agent's
+ * effective uid with mode 0600 or stricter (O_NOFOLLOW); first line. */
+int ag_token_load_file(const char *path, struct mu_error *err);
+/* Reads the token from an fd inherited across ag_token_reexec; closes it. */
+int ag_token_load_fd(int fd, struct mu_error *err);
+/* When MUSTER_AGENT_TOKEN is set: writes it to a memfd, drops it from the
+ * environment and re-execs /proc/self/exe with the same argv (the new
+ * image finds the fd in MUSTER_AGENT_TOKEN_FD). Returns 0 at once when the
+ * variable is unset; returns only on failure otherwise. */
+int ag_token_reexec(char *const argv[], struct mu_error *err);
+/* "Bearer <token>", borrowed; the stream sends it for the process's life. */
+const char *ag_token_header(void);
+bool ag_token_loaded(void);
+/* Zeroes the token and the header (a fork does this before anything else). */
+void ag_token_wipe(void);
+
 #endif

@@ -327,6 +327,7 @@ static void keeper(const struct ag_spec *s, struct ag_run *r, const struct ag_no
 		   const struct ag_ident *id, int local, char **env, int start_fd)
 {
 	char out[4200], err[4200], exitf[4200];
+	ag_token_wipe(); /* this fork's copy of the node credential */
 	snprintf(out, sizeof(out), "%s/proc%d.out", r->dir, local);
 	snprintf(err, sizeof(err), "%s/proc%d.err", r->dir, local);
 	snprintf(exitf, sizeof(exitf), "%s/exit.%d", r->dir, local);

@@ -27,7 +27,7 @@
 #define AGENT_VERSION "0.1.0"
 #define DONE_KEEP_S 600.0 /* a finished run unlisted this long is forgotten */
 
-static char *api_addr, *token, *node_name, *address, *topology, *labels, *state_dir;
+static char *api_addr, *token_file, *token_flag, *node_name, *address, *topology, *labels, *state_dir;
 static char *gpu_backend, *fake_model, *fabric_ifaces, *sysfs_net, *log_level;
 static char *cgroups, *cgroup_root, *cgroup_devices, *gpu_dev_dir;
 static long long fake_gpus, fake_memory_mb, heartbeat_ms, default_grace_s, min_uid, pids_max;
@@ -37,8 +37,12 @@ static bool allow_root_jobs, single_user;
 static const struct mu_opt opts[] = {
 	{ "api", "MUSTER_AGENT_API", MU_OPT_STR, "127.0.0.1:9090",
 	  "muster-api gRPC address (host:port)", &api_addr },
-	{ "token", "MUSTER_AGENT_TOKEN", MU_OPT_STR, "", "agent-role token bound to this node",
-	  &token },
+	{ "token-file", "MUSTER_AGENT_TOKEN_FILE", MU_OPT_STR, "",
+	  "file holding this node's agent token (regular, owned by the agent's uid, mode 0600"
+	  " or stricter); or MUSTER_AGENT_TOKEN in the environment, dropped by a re-exec",
+	  &token_file },
+	{ "token", NULL, MU_OPT_STR, "",
+	  "refused: argv is readable by every local user (use --token-file)", &token_flag },
 	{ "node", "MUSTER_NODE_NAME", MU_OPT_STR, "", "node name (default: the host name)",
 	  &node_name },
 	{ "address", "MUSTER_NODE_ADDRESS", MU_OPT_STR, "",
@@ -113,7 +117,9 @@ static void on_signal(int sig)
 	quit = sig;
 }
 
-static void status_msg(struct agent *a, const struct ag_run *r, int64_t run_id,
+/* True when queued on the open stream; a report that was not is made again
+ * (the reconciler sees told_* false), so an exit is never lost. */
+static bool status_msg(struct agent *a, const struct ag_run *r, int64_t run_id,
 		       Muster__V1__RunPhase phase, const char *msg)
 {
 	Muster__V1__AgentMessage m = MUSTER__V1__AGENT_MESSAGE__INIT;
@@ -131,9 +137,11 @@ static void status_msg(struct agent *a, const struct ag_run *r, int64_t run_id,
 	}
 	m.msg_case = MUSTER__V1__AGENT_MESSAGE__MSG_RUN_STATUS;
 	m.run_status = &st;
-	if (ag_stream_send(a->stream, &m))
-		mu_info("run=%" PRId64 " reported phase=%d code=%d signal=%d", run_id, (int)phase,
-			st.exit_code, st.exit_signal);
+	if (!ag_stream_send(a->stream, &m))
+		return false;
+	mu_info("run=%" PRId64 " reported phase=%d code=%d signal=%d", run_id, (int)phase,
+		st.exit_code, st.exit_signal);
+	return true;
 }
 
 /* DesiredRun -> ag_spec (new strings; ag_spec_free). */
@@ -230,13 +238,12 @@ static void on_desired(struct agent *a, const Muster__V1__DesiredState *ds)
 			ag_state_save(state_dir, a->runs, a->nruns); /* before anyone hears of it */
 			a->dirty = false;
 			if (rc == 0) {
-				r->told_running = true;
-				status_msg(a, r, r->run_id, MUSTER__V1__RUN_PHASE__RUN_PHASE_RUNNING, "");
+				r->told_running = status_msg(a, r, r->run_id,
+							     MUSTER__V1__RUN_PHASE__RUN_PHASE_RUNNING, "");
 			} else {
-				r->told_exit = true;
 				r->ended = ag_now();
-				status_msg(a, r, r->run_id,
-					   MUSTER__V1__RUN_PHASE__RUN_PHASE_FAILED_TO_START, NULL);
+				r->told_exit = status_msg(a, r, r->run_id,
+							  MUSTER__V1__RUN_PHASE__RUN_PHASE_FAILED_TO_START, NULL);
 			}
 			break;
 		}
@@ -250,13 +257,13 @@ static void on_desired(struct agent *a, const Muster__V1__DesiredState *ds)
 			a->dirty = true;
 			break;
 		case AG_ACT_REPORT_RUNNING:
-			r->told_running = true;
-			status_msg(a, r, r->run_id, MUSTER__V1__RUN_PHASE__RUN_PHASE_RUNNING, "");
+			r->told_running = status_msg(a, r, r->run_id, MUSTER__V1__RUN_PHASE__RUN_PHASE_RUNNING,
+						     "");
 			break;
 		case AG_ACT_REPORT_EXIT:
 			if (r) {
-				r->told_exit = true;
-				status_msg(a, r, r->run_id, MUSTER__V1__RUN_PHASE__RUN_PHASE_EXITED, NULL);
+				r->told_exit = status_msg(a, r, r->run_id,
+							  MUSTER__V1__RUN_PHASE__RUN_PHASE_EXITED, NULL);
 			} else {
 				status_msg(a, NULL, act->run_id, MUSTER__V1__RUN_PHASE__RUN_PHASE_EXITED,
 					   "stopped before it started");
@@ -465,7 +472,9 @@ static void send_heartbeat(struct agent *a)
 	hb.links = lp;
 	m.msg_case = MUSTER__V1__AGENT_MESSAGE__MSG_HEARTBEAT;
 	m.heartbeat = &hb;
-	if (ag_stream_send(a->stream, &m)) {
+	/* a stalled server (paused, overloaded): keep the outbox for run
+	 * reports; the XIDs wait for the next heartbeat */
+	if (ag_stream_backlog(a->stream) < AG_STREAM_HB_BACKLOG && ag_stream_send(a->stream, &m)) {
 		for (int i = 0; i < a->gpus.n; i++)
 			a->gpus.gpu[i].nxids = 0; /* delivered (or the stream fails and we resend none) */
 	}
@@ -488,6 +497,55 @@ static bool poll_health(struct agent *a)
 		}
 	}
 	return urgent;
+}
+
+/* Before the flag table is parsed: a token in the environment makes the
+ * agent re-exec itself without it (token.c); the new image finds the token
+ * on an inherited fd. Nonzero: exit. */
+static int load_token_early(char **argv)
+{
+	struct mu_error err = { 0 };
+	const char *fd = getenv(AG_TOKEN_FD_ENV);
+
+	for (char **p = argv + 1; *p; p++) {
+		if (!strcmp(*p, "--"))
+			break;
+		if (!strcmp(*p, "--token") || !strncmp(*p, "--token=", 8)) {
+			fprintf(stderr, "muster-agent: --token is refused: a command line is readable"
+					" by every local user (ps, /proc/<pid>/cmdline). Put the token in"
+					" a file of mode 0600 and pass --token-file FILE\n");
+			return 2;
+		}
+	}
+	if (ag_token_reexec(argv, &err) != 0)
+		goto fail;
+	if (fd) {
+		char *end;
+		long v = strtol(fd, &end, 10);
+
+		unsetenv(AG_TOKEN_FD_ENV);
+		if (*end || v < 3 || v > 1 << 20) {
+			mu_error_set(&err, MU_EINVAL, "token", AG_TOKEN_FD_ENV " is not an fd");
+			goto fail;
+		}
+		if (ag_token_load_fd((int)v, &err) != 0)
+			goto fail;
+	}
+	return 0;
+fail:
+	fprintf(stderr, "muster-agent: %s\n", err.msg);
+	return 2;
+}
+
+/* After the flag table: --token-file, unless the environment gave one. */
+static int load_token(struct mu_error *err)
+{
+	if (!*token_file)
+		return 0;
+	if (ag_token_loaded())
+		return mu_error_set(err, MU_EINVAL, "token-file",
+				    "give the token once: --token-file or MUSTER_AGENT_TOKEN, not both");
+	return ag_token_load_file(token_file, err);
 }
 
 static void split_ifaces(struct agent *a)
@@ -580,6 +638,8 @@ int main(int argc, char **argv)
 	int rc = 1;
 	memset(&a, 0, sizeof(a));
 	mu_log_set_prog("muster-agent");
+	if (load_token_early(argv) != 0)
+		return 2;
 	if (mu_config_parse(opts, sizeof(opts) / sizeof(opts[0]), argc, argv,
 			    "muster-agent: runs this node's share of muster gangs", &err) < 0)
 		return 2;
@@ -597,9 +657,14 @@ int main(int argc, char **argv)
 		mu_free(address);
 		address = mu_strdup(node_name);
 	}
-	if (!*token) {
-		fprintf(stderr, "muster-agent: --token (MUSTER_AGENT_TOKEN) is required: an agent token "
-				"for node %s (POST /v1/tokens {\"role\":\"agent\",\"node\":\"%s\"})\n",
+	if (load_token(&err) != 0) {
+		fprintf(stderr, "muster-agent: %s\n", err.msg);
+		goto out;
+	}
+	if (!ag_token_loaded()) {
+		fprintf(stderr, "muster-agent: --token-file (MUSTER_AGENT_TOKEN_FILE) is required: a"
+				" file, mode 0600, holding the agent token for node %s (POST /v1/tokens"
+				" {\"role\":\"agent\",\"node\":\"%s\"})\n",
 			node_name, node_name);
 		goto out;
 	}
@@ -646,7 +711,7 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	a.stream = ag_stream_new(api_addr, token);
+	a.stream = ag_stream_new(api_addr, ag_token_header());
 	a.logs = ag_logs_new(state_dir);
 	mu_info("node=%s address=%s api=%s gpus=%d backend=%s state=%s runs=%d", node_name, address,
 		api_addr, a.gpus.n, gpu_backend, state_dir, a.nruns);
@@ -662,11 +727,10 @@ int main(int argc, char **argv)
 			if (ag_run_poll(r)) {
 				r->ended = ag_now();
 				a.dirty = true;
-				if (ag_stream_ready(a.stream)) {
-					r->told_exit = true;
-					status_msg(&a, r, r->run_id, MUSTER__V1__RUN_PHASE__RUN_PHASE_EXITED,
-						   NULL);
-				}
+				/* not told now (no stream, a full outbox): the next
+				 * desired state that still lists it gets it reported */
+				r->told_exit = status_msg(&a, r, r->run_id,
+							  MUSTER__V1__RUN_PHASE__RUN_PHASE_EXITED, NULL);
 			}
 		}
 		if (a.dirty && ag_state_save(state_dir, a.runs, a.nruns) == 0)
@@ -697,5 +761,6 @@ out:
 	mu_free(a.link_up);
 	mu_free(a.runs);
 	mu_config_release(opts, sizeof(opts) / sizeof(opts[0]));
+	ag_token_wipe();
 	return rc;
 }

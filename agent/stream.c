@@ -20,6 +20,7 @@
 #include "stream.h"
 
 #define OUTBOX_MAX 4096
+#define AG_MAX_DESIRED (64 << 20) /* = MAX_DESIRED_BYTES in api/grpc/grpc_agent.c */
 #define BACKOFF_MIN 0.25
 #define BACKOFF_MAX 15.0
 
@@ -46,21 +47,31 @@ struct ag_stream {
 	double next_open, backoff;
 };
 
-struct ag_stream *ag_stream_new(const char *target, const char *token)
+struct ag_stream *ag_stream_new(const char *target, const char *auth_header)
 {
 	struct ag_stream *s = mu_calloc(1, sizeof(*s));
 	grpc_init();
 	s->target = mu_strdup(target);
 	grpc_channel_credentials *cred = grpc_insecure_credentials_create();
-	s->ch = grpc_channel_create(target, cred, NULL);
+	/* the server never sends a DesiredState above this (grpc_agent.c);
+	 * keepalive: a muster-api host that vanished without a FIN is noticed
+	 * within ~40 s and the agent reconnects (to another replica, or to it
+	 * once it is back) instead of queueing into a dead connection */
+	grpc_arg arg[3] = {
+		{ .type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+		  .value.integer = AG_MAX_DESIRED },
+		{ .type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_KEEPALIVE_TIME_MS,
+		  .value.integer = 30000 },
+		{ .type = GRPC_ARG_INTEGER, .key = (char *)GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+		  .value.integer = 10000 },
+	};
+	grpc_channel_args args = { .num_args = 3, .args = arg };
+	s->ch = grpc_channel_create(target, cred, &args);
 	grpc_channel_credentials_release(cred);
 	s->cq = grpc_completion_queue_create_for_next(NULL);
-	size_t len = strlen(token) + 8;
-	char *v = mu_malloc(len);
-	snprintf(v, len, "Bearer %s", token);
+	/* not copied: the one buffer the agent's forks wipe (token.c) */
 	s->auth_key = grpc_slice_from_static_string("authorization");
-	s->auth_val = grpc_slice_from_copied_string(v);
-	mu_free(v);
+	s->auth_val = grpc_slice_from_static_string(auth_header);
 	s->md[0].key = s->auth_key;
 	s->md[0].value = s->auth_val;
 	s->out_cap = OUTBOX_MAX;
@@ -186,6 +197,11 @@ bool ag_stream_send(struct ag_stream *s, const Muster__V1__AgentMessage *m)
 	s->out_n++;
 	send_next(s);
 	return true;
+}
+
+size_t ag_stream_backlog(const struct ag_stream *s)
+{
+	return s->out_n;
 }
 
 static void fail(struct ag_stream *s)

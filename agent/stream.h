@@ -7,13 +7,15 @@
 #define MU_AGENT_STREAM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "muster/v1/agent.pb-c.h"
 
 struct ag_stream;
 
-/* target "host:port"; token borrowed for the call of this function only. */
-struct ag_stream *ag_stream_new(const char *target, const char *token);
+/* target "host:port"; auth_header ("Bearer <token>", ag_token_header())
+ * is borrowed for the stream's whole life and never copied. */
+struct ag_stream *ag_stream_new(const char *target, const char *auth_header);
 void ag_stream_free(struct ag_stream *s);
 /* True when no call is open and the backoff has passed: open one now. */
 bool ag_stream_should_open(const struct ag_stream *s);
@@ -29,6 +31,10 @@ bool ag_stream_send(struct ag_stream *s, const Muster__V1__AgentMessage *m);
  * on_msg (the message is freed after the callback returns). */
 void ag_stream_poll(struct ag_stream *s, int timeout_ms,
 		    void (*on_msg)(void *ctx, const Muster__V1__ServerMessage *m), void *ctx);
+/* Messages queued on the open call and not yet sent. Heartbeats stop
+ * queueing at AG_STREAM_HB_BACKLOG so that run reports always find room. */
+#define AG_STREAM_HB_BACKLOG 1024
+size_t ag_stream_backlog(const struct ag_stream *s);
 /* Cancels the open call (shutdown). */
 void ag_stream_cancel(struct ag_stream *s);
 

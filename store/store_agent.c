@@ -408,3 +408,52 @@ out:
 	mu_buf_release(&ids);
 	return ret;
 }
+
+int store_agent_cp_tick(PGconn *c, struct mu_error *err)
+{
+	static const char sql[] =
+		"INSERT INTO control_plane AS p (id, heard_at, heard_since) VALUES (1, now(), now())"
+		" ON CONFLICT (id) DO UPDATE SET heard_at = now(),"
+		"   heard_since = CASE WHEN p.heard_at < now() - make_interval(secs => $1::int) THEN now()"
+		"                 ELSE p.heard_since END";
+	char gap[16];
+	const char *p[1] = { gap };
+
+	snprintf(gap, sizeof(gap), "%d", STORE_AGENT_CP_GAP_S);
+	return store_db_exec(c, sql, 1, p, NULL, err);
+}
+
+int store_agent_dead_tokens(PGconn *c, const int64_t *token_ids, size_t n, int64_t **dead,
+			    size_t *ndead, struct mu_error *err)
+{
+	struct mu_buf ids = MU_BUF_INIT;
+	PGresult *res = NULL;
+	const char *p[1];
+	int ret, rows;
+
+	*dead = NULL;
+	*ndead = 0;
+	if (!n)
+		return 0;
+	mu_buf_addc(&ids, '{');
+	for (size_t i = 0; i < n; i++)
+		add_i64(&ids, token_ids[i]);
+	mu_buf_addc(&ids, '}');
+	p[0] = ids.p;
+	ret = store_db_exec(c,
+			    "SELECT u.id FROM unnest($1::bigint[]) AS u(id) WHERE NOT EXISTS"
+			    " (SELECT 1 FROM api_tokens k WHERE k.id = u.id AND k.revoked_at IS NULL"
+			    "  AND (k.expires_at IS NULL OR k.expires_at > now()))",
+			    1, p, &res, err);
+	if (ret < 0)
+		goto out;
+	rows = store_db_nrows(res);
+	*dead = mu_calloc((size_t)rows + 1, sizeof(**dead));
+	for (int i = 0; i < rows; i++)
+		(*dead)[i] = store_db_get_int64(res, i, 0);
+	*ndead = (size_t)rows;
+out:
+	store_db_clear(res);
+	mu_buf_release(&ids);
+	return ret;
+}

@@ -131,4 +131,22 @@ int store_agent_desired(PGconn *c, struct mu_arena *a, const int64_t *node_ids, 
 			struct store_desired_node **nodes, size_t *nnodes, struct mu_error *err)
 	__attribute__((warn_unused_result));
 
+/* Seconds without a control-plane tick that count as an outage. */
+#define STORE_AGENT_CP_GAP_S 5
+
+/*
+ * muster-api's agent thread says it reaches the database (about every
+ * second): control_plane.heard_at = now(); heard_since = now() too when the
+ * previous tick is older than STORE_AGENT_CP_GAP_S (an outage just ended:
+ * every node gets a whole heartbeat timeout to be heard again).
+ */
+int store_agent_cp_tick(PGconn *c, struct mu_error *err);
+
+/*
+ * Of `token_ids`, those no longer live (revoked, expired or deleted):
+ * *dead is new (mu_free), *ndead its length.
+ */
+int store_agent_dead_tokens(PGconn *c, const int64_t *token_ids, size_t n, int64_t **dead,
+			    size_t *ndead, struct mu_error *err);
+
 #endif

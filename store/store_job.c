@@ -125,6 +125,7 @@ struct group_ctx {
 	const char **dep_paths; /* ... and their tenant paths (arena) */
 	size_t ndeps, dcap;
 	const char *levels; /* settings.topology_levels as JSON text, e.g. ["block", "rack"] */
+	int64_t spec_max;   /* settings.job_spec_max_bytes: command + env + workdir */
 	PGresult *idem;    /* tenant_id, key, sha, JOB_COLS */
 };
 
@@ -219,14 +220,15 @@ static int query_refs(PGconn *c, struct group_ctx *g, struct mu_buf *names, stru
 		"       coalesce(q.max_time_limit, 0)::bigint,"
 		"       CASE WHEN q.max_pending_jobs IS NOT NULL THEN"
 		"         (SELECT count(*) FROM jobs j WHERE j.tenant_id = t.id AND j.state = 'PENDING')"
-		"       ELSE 0 END, false"
+		"       ELSE 0 END, false, 0::bigint"
 		"  FROM tenants t LEFT JOIN quotas q ON q.tenant_id = t.id AND q.gpu_model = ''"
 		" WHERE t.name = ANY($1::text[])"
 		" UNION ALL "
 		"SELECT 'c', name, id::bigint,"
 		"       (SELECT value::text FROM settings WHERE key = 'topology_levels'),"
 		"       default_time_limit::bigint, coalesce(max_time_limit, 0)::bigint, 0::bigint,"
-		"       is_default"
+		"       is_default, coalesce((SELECT (value #>> '{}')::bigint FROM settings"
+		"         WHERE key = 'job_spec_max_bytes' AND jsonb_typeof(value) = 'number'), " STORE_JOB_SPEC_MAX_S ")"
 		"  FROM priority_classes";
 	static const char deps_sql[] =
 		"SELECT j.id, t.path FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
@@ -254,6 +256,7 @@ static int query_refs(PGconn *c, struct group_ctx *g, struct mu_buf *names, stru
 			k->id = store_db_get_int64(r, i, 2);
 			if (!g->levels)
 				g->levels = cdup(&g->a, r, i, 3);
+			g->spec_max = store_db_get_int64(r, i, 8);
 			k->default_time = store_db_get_int64(r, i, 4);
 			k->max_time = store_db_get_int64(r, i, 5);
 			k->is_default = store_db_get_bool(r, i, 7);
@@ -330,6 +333,26 @@ static bool level_known(const struct group_ctx *g, const char *level)
 	return g->levels && strstr(g->levels, quoted);
 }
 
+/* command + env + workdir within settings.job_spec_max_bytes (as stored
+ * JSON): every node's desired state must stay far below what its agent
+ * accepts (docs/agent.md "The node channel"). Names the largest part. */
+static int spec_check(const struct group_ctx *g, struct store_job_submit *s, size_t k)
+{
+	const struct store_job *j = &s->jobs[k];
+	size_t lc = j->command ? strlen(j->command) : 0, le = j->env ? strlen(j->env) : 0;
+	size_t lw = j->workdir ? strlen(j->workdir) : 0;
+	int64_t max = g->spec_max > 0 ? g->spec_max : STORE_JOB_SPEC_MAX;
+	char msg[192];
+
+	if ((int64_t)(lc + le + lw) <= max)
+		return 0;
+	snprintf(msg, sizeof(msg),
+		 "command + env + workdir take %zu bytes; at most %lld (settings.job_spec_max_bytes)",
+		 lc + le + lw, (long long)max);
+	return fail_req(s, MU_ERANGE, k, le >= lc && le >= lw ? "env" : lc >= lw ? "command" : "workdir",
+			msg);
+}
+
 /* Checks job k of request s against the database's view and resolves its
  * tenant and class ids; fails the request (s->rc) otherwise. */
 static int validate_job(struct group_ctx *g, struct store_job_submit *s, size_t k,
@@ -342,6 +365,8 @@ static int validate_job(struct group_ctx *g, struct store_job_submit *s, size_t 
 
 	if (!t || !t->found || !scope_sees(s->scope, t->path))
 		return fail_req(s, MU_ENOTFOUND, k, "tenant", "no such tenant");
+	if (spec_check(g, s, k) < 0)
+		return s->rc;
 	if (!level_known(g, j->topo_required))
 		return fail_req(s, MU_EINVAL, k, "topology.required",
 				"not a topology level of this cluster (settings.topology_levels)");

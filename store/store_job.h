@@ -29,6 +29,10 @@
 #include "db.h"
 #include "error.h"
 
+/* settings.job_spec_max_bytes when unset: command + env + workdir of a job. */
+#define STORE_JOB_SPEC_MAX 65536
+#define STORE_JOB_SPEC_MAX_S "65536"
+
 #define STORE_JOB_INSERT_LOCK "7887321460016" /* pg_advisory_xact_lock key (bigint) */
 
 /* A job: the input of a submit (fields marked "in") and every output. */

@@ -12,6 +12,7 @@
 
 #include "alloc.h"
 #include "log.h"
+#include "store_agent.h"
 
 /* pg_locks shows a bigint advisory key as classid = high half, objid = low half, objsubid 1. */
 #define LOCK_CLASSID_SQL "(" "1836413812" ")"
@@ -315,23 +316,32 @@ static int exec_count(PGconn *c, const char *sql, int np, const char *const *p, 
 
 int store_sched_mark_down(PGconn *c, int heartbeat_timeout, int *n, struct mu_error *err)
 {
-	char hb[16];
-	const char *p[1] = { hb };
+	char hb[16], gap[16];
+	const char *p[2] = { hb, gap };
 	int ret;
 
 	snprintf(hb, sizeof(hb), "%d", heartbeat_timeout > 0 ? heartbeat_timeout : 30);
+	snprintf(gap, sizeof(gap), "%d", STORE_AGENT_CP_GAP_S);
 	/* A node never heard from (last_heartbeat NULL) is not timed out:
-	 * registration alone promises nothing. */
+	 * registration alone promises nothing. Nor is a node silent while the
+	 * control plane was: muster-api must have reached the database within
+	 * the last STORE_AGENT_CP_GAP_S seconds and without a gap for the whole
+	 * timeout (control_plane, store_agent_cp_tick). With no row at all (no
+	 * muster-api ever ran) heartbeats come from elsewhere: time them out. */
 	ret = exec_count(c,
-			 "WITH d AS (UPDATE nodes SET up = false, updated_at = now()"
+			 "WITH cp AS (SELECT count(*) = 0 OR bool_and(heard_at >= now() - make_interval("
+			 "     secs => $2::int) AND heard_since <= now() - make_interval(secs => $1::int)) AS heard"
+			 "   FROM control_plane),"
+			 " d AS (UPDATE nodes SET up = false, updated_at = now()"
 			 "   WHERE up AND last_heartbeat IS NOT NULL"
 			 "   AND last_heartbeat < now() - make_interval(secs => $1::int)"
+			 "   AND (SELECT heard FROM cp)"
 			 "   RETURNING id, name, last_heartbeat),"
 			 " ev AS (INSERT INTO events (kind, node_id, reason, data)"
 			 "   SELECT 'node.down', id, 'heartbeat_timeout', jsonb_build_object('node', name,"
 			 "   'last_heartbeat', last_heartbeat) FROM d)"
 			 " SELECT count(*) FROM d",
-			 1, p, n, err);
+			 2, p, n, err);
 	if (ret)
 		return ret;
 	/* Every live run touching a DOWN node stops everywhere (the gang is

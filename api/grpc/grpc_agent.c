@@ -17,7 +17,15 @@
  * scheduler), muster_sched 'node:<name>' (drain/resume), after RunStatus,
  * and every resync period (a missed notification costs at most that).
  * Unchanged states are not resent.
+ *
+ * The channel cannot be wedged (docs/agent.md "The node channel"): one
+ * live stream per node (claim), validated Register text, revoked tokens'
+ * streams ended (end_revoked), reports retried until they land
+ * (apply_reports), no DesiredState over what the agent accepts, and a
+ * control_plane tick so that an outage of muster-api or PostgreSQL is not
+ * taken for every node's failure.
  */
+#include <arpa/inet.h>
 #include <jansson.h>
 #include <poll.h>
 #include <stdio.h>
@@ -38,6 +46,15 @@
 
 #define HB_FLUSH_MS 250
 #define MAX_GPUS 64
+#define CP_TICK_MS 1000        /* control_plane.heard_at (store_agent_cp_tick) */
+#define TOKEN_CHECK_MS 2000    /* revoked agent tokens end their streams (REST's auth-cache TTL) */
+#define CLAIM_WAIT_MS 1500     /* a second Connect waits this long for the first to go away */
+#define RETRY_MS 1000          /* a status or fault that failed to apply is tried again */
+/* The largest DesiredState sent; the agent accepts up to AG_MAX_DESIRED
+ * (agent/stream.c), the same 64 MiB. Jobs are capped at submit
+ * (settings.job_spec_max_bytes), so only a node with about a thousand
+ * capped runs at once gets near it. */
+#define MAX_DESIRED_BYTES (64 << 20)
 
 struct kv_entry {
 	ProtobufCMessage base;
@@ -56,6 +73,10 @@ struct agent {
 	int64_t generation;
 	char down_links[8][32]; /* fabric links reported down (one drain each) */
 	int ndown;
+	int64_t token_id;       /* the token the stream was opened with (revocation ends it) */
+	int64_t heard_ms;       /* now_ms() of the last message from the agent (G.mu) */
+	char peer[64];
+	bool too_big_logged;
 	struct agent *next;
 };
 
@@ -92,6 +113,8 @@ static struct {
 	uint64_t hb_received, hb_flushed;
 	struct fault *faults;
 	struct rstatus *rs_head, *rs_tail;
+	char **claims;          /* nodes whose Connect is being set up (pool workers) */
+	size_t nclaims, cap_claims;
 } G = { .mu = PTHREAD_MUTEX_INITIALIZER, .wake = -1 };
 
 /* XIDs that mean the GPU (or its NVLink) needs a reset: the node drains. */
@@ -134,7 +157,213 @@ static void agent_free(struct gcall *c)
 	c->stream = NULL;
 }
 
+/* What an agent registers flows into other jobs' hostfiles, MASTER_ADDR,
+ * env and logs: UTF-8, at most `max` characters, no control characters. */
+static bool plain_text(const char *s, size_t max)
+{
+	if (!s)
+		return true;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return false;
+	return codec_admin_valid_text(s, max);
+}
+
+/* An IPv4 or IPv6 literal, or a host name: dot-separated labels of 1..63
+ * letters, digits, '-' and '_' (no leading/trailing '-'), 253 at most. */
+static bool valid_address(const char *s)
+{
+	unsigned char ip[16];
+	size_t n = s ? strlen(s) : 0, label = 0;
+
+	if (n == 0 || n > 253)
+		return false;
+	if (inet_pton(AF_INET, s, ip) == 1 || inet_pton(AF_INET6, s, ip) == 1)
+		return true;
+	for (size_t i = 0; i <= n; i++) {
+		char ch = s[i];
+
+		if (ch == '.' || ch == '\0') {
+			if (label == 0 || label > 63 || s[i - 1] == '-')
+				return false;
+			label = 0;
+			continue;
+		}
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		      ch == '_' || (ch == '-' && label > 0)))
+			return false;
+		label++;
+	}
+	return true;
+}
+
+/* "" or '/'-separated levels of 1..63 of [A-Za-z0-9._-], 255 at most;
+ * labels' keys use the same characters (and '/') with 63 at most. */
+static bool valid_path(const char *s, size_t max, bool empty_ok)
+{
+	size_t n = s ? strlen(s) : 0, seg = 0;
+
+	if (n == 0)
+		return empty_ok;
+	if (n > max)
+		return false;
+	for (size_t i = 0; i <= n; i++) {
+		char ch = s[i];
+
+		if (ch == '/' || ch == '\0') {
+			if (seg == 0 || seg > 63)
+				return false;
+			seg = 0;
+			continue;
+		}
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		      ch == '.' || ch == '_' || ch == '-'))
+			return false;
+		seg++;
+	}
+	return true;
+}
+
+static int check_register(struct gcall *c, const Muster__V1__Register *r)
+{
+	/* the token's node (an admin typed it) names the node in other jobs' gangs */
+	if (!valid_address(r->node_name))
+		return mu_error_set(&c->err, MU_EINVAL, "register.node_name",
+				    "must be a host name (1..253 characters, no spaces)");
+	if (!valid_address(r->address))
+		return mu_error_set(&c->err, MU_EINVAL, "register.address",
+				    "must be a host name or an IP address (1..253 characters, no spaces)");
+	if (!valid_path(r->topology, 255, true))
+		return mu_error_set(&c->err, MU_EINVAL, "register.topology",
+				    "must be levels of [A-Za-z0-9._-] separated by '/' (255 characters at most)");
+	if (!plain_text(r->agent_version, 128))
+		return mu_error_set(&c->err, MU_EINVAL, "register.agent_version",
+				    "at most 128 characters, UTF-8, no control characters");
+	if (r->n_labels > 64)
+		return mu_error_set(&c->err, MU_ERANGE, "register.labels", "at most 64 labels");
+	for (size_t i = 0; i < r->n_labels; i++)
+		if (!valid_path(r->labels[i]->key, 63, false) || !plain_text(r->labels[i]->value, 256))
+			return mu_error_set(&c->err, MU_EINVAL, "register.labels",
+					    "keys of 1..63 [A-Za-z0-9._/-], values of at most 256 characters"
+					    " without control characters");
+	for (size_t i = 0; i < r->n_gpus; i++)
+		if (!plain_text(r->gpus[i]->uuid, 128) || !plain_text(r->gpus[i]->model, 64))
+			return mu_error_set(&c->err, MU_EINVAL, "register.gpus",
+					    "uuid (128) / model (64): UTF-8 without control characters");
+	return 0;
+}
+
+/* ---- one live stream per node ------------------------------------------- */
+
+static bool claimed(const char *node)
+{
+	for (size_t i = 0; i < G.nclaims; i++)
+		if (!strcmp(G.claims[i], node))
+			return true;
+	return false;
+}
+
+static void unclaim(const char *node)
+{
+	pthread_mutex_lock(&G.mu);
+	for (size_t i = 0; i < G.nclaims; i++) {
+		if (!strcmp(G.claims[i], node)) {
+			mu_free(G.claims[i]);
+			G.claims[i] = G.claims[--G.nclaims];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&G.mu);
+}
+
+/*
+ * Pool worker: reserves `node` for this Connect. A node has at most one
+ * live stream: one that is open (its transport not closed) and heard from
+ * within the heartbeat timeout. A second Connect waits CLAIM_WAIT_MS for
+ * the first to go away (an agent that just restarted, a client that just
+ * cancelled), then is refused with ALREADY_EXISTS. An open stream silent
+ * for longer than the timeout is stale (a node that lost power, its TCP
+ * connection not yet timed out): the new stream replaces it.
+ */
+static int claim(struct gcall *c, const char *node, int hb_timeout_s)
+{
+	int64_t until = now_ms() + CLAIM_WAIT_MS;
+	struct gcall *stale[8];
+	size_t nstale;
+
+	for (;;) {
+		struct agent *live = NULL;
+		int64_t t = now_ms(), heard = 0;
+		char peer[64] = "";
+
+		nstale = 0;
+		pthread_mutex_lock(&G.mu);
+		for (struct agent *a = G.list; a; a = a->next) {
+			if (strcmp(a->node, node))
+				continue;
+			if (t - a->heard_ms <= (int64_t)hb_timeout_s * 1000) {
+				live = a;
+				heard = t - a->heard_ms;
+				snprintf(peer, sizeof(peer), "%s", a->peer);
+			} else if (nstale < 8) {
+				gcall_ref(a->c);
+				stale[nstale++] = a->c;
+			}
+		}
+		if (!live && !claimed(node)) {
+			G.claims = mu_grow(G.claims, &G.cap_claims, G.nclaims + 1, sizeof(*G.claims));
+			G.claims[G.nclaims++] = mu_strdup(node);
+			pthread_mutex_unlock(&G.mu);
+			break;
+		}
+		pthread_mutex_unlock(&G.mu);
+		for (size_t i = 0; i < nstale; i++)
+			gcall_unref(stale[i]);
+		if (now_ms() >= until) {
+			mu_warn("node=%s second agent stream from %s refused: the stream from %s is alive"
+				" (heard %.1fs ago)", node, c->peer ? c->peer : "?", live ? peer : "(registering)",
+				(double)heard / 1000.0);
+			return mu_error_set(&c->err, MU_ECONFLICT, "register.node_name",
+					    "node %.100s already has a live agent stream", node);
+		}
+		usleep(20000);
+	}
+	for (size_t i = 0; i < nstale; i++) {
+		mu_warn("node=%s stale agent stream replaced by a new one from %s", node,
+			c->peer ? c->peer : "?");
+		gcall_stream_finish(stale[i], MU_EUNAVAIL, "replaced by a newer stream for this node");
+		gcall_unref(stale[i]);
+	}
+	return 0;
+}
+
+static int connect_register(PGconn *db, struct gcall *c);
+
+/* Pool worker: one live stream per node, then the registration. */
 static int connect_run(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__AgentMessage *m = (const void *)c->req;
+	const char *node;
+	int ret;
+
+	if (m->msg_case != MUSTER__V1__AGENT_MESSAGE__MSG_REGISTER)
+		return mu_error_set(&c->err, MU_EINVAL, "register", "the first message must be Register");
+	node = m->register_->node_name;
+	if (!node || !c->who.node || strcmp(c->who.node, node))
+		return connect_register(db, c); /* refused there, with the reason */
+	ret = check_register(c, m->register_);
+	if (ret < 0)
+		return ret;
+	ret = claim(c, node, store_agent_heartbeat_timeout(db));
+	if (ret < 0)
+		return ret;
+	ret = connect_register(db, c);
+	if (ret < 0)
+		unclaim(node);
+	return ret;
+}
+
+static int connect_register(PGconn *db, struct gcall *c)
 {
 	const Muster__V1__AgentMessage *m = (const void *)c->req;
 	const Muster__V1__Register *r;
@@ -192,9 +421,8 @@ static int connect_run(PGconn *db, struct gcall *c)
 					gpus[i].health_reason = bad[k].reason;
 				}
 	}
-	if (!codec_admin_valid_text(r->address, 255) || !codec_admin_valid_text(r->topology, 255) ||
-	    !codec_admin_valid_text(r->agent_version, 128))
-		return mu_error_set(&c->err, MU_EINVAL, "register", "address/topology/agent_version too long or not UTF-8");
+	if ((ret = check_register(c, r)) < 0)
+		return ret;
 	labels = json_object();
 	for (size_t i = 0; i < r->n_labels; i++) {
 		json_t *v = json_string(r->labels[i]->value);
@@ -225,6 +453,9 @@ static int connect_run(PGconn *db, struct gcall *c)
 	a->node_id = node_id;
 	a->node = mu_strdup(r->node_name);
 	a->hb_timeout = store_agent_heartbeat_timeout(db);
+	a->token_id = c->who.token_id;
+	a->heard_ms = now_ms();
+	snprintf(a->peer, sizeof(a->peer), "%s", c->peer ? c->peer : "?");
 	c->stream = a;
 	c->stream_free = agent_free;
 	mu_info("node=%s agent registered (%zu GPUs, stream from %s)", a->node, r->n_gpus,
@@ -346,9 +577,11 @@ static void on_run_status(struct agent *a, const Muster__V1__RunStatus *s)
 	r->phase = s->phase;
 	r->exit_code = s->exit_code;
 	r->exit_signal = s->exit_signal;
-	r->log_path = mu_strdup(s->log_path ? s->log_path : "");
-	r->message = mu_strdup(s->message ? s->message : "");
-	r->end_reason = mu_strdup(s->end_reason ? s->end_reason : "");
+	/* text the database would refuse would be retried forever (RETRY_MS) */
+	r->log_path = mu_strdup(plain_text(s->log_path, 4096) && s->log_path ? s->log_path : "");
+	r->message = mu_strdup(!s->message ? "" : plain_text(s->message, 1024) ? s->message
+					      : "(message not UTF-8 or too long)");
+	r->end_reason = mu_strdup(plain_text(s->end_reason, 64) && s->end_reason ? s->end_reason : "");
 	pthread_mutex_lock(&G.mu);
 	if (G.rs_tail)
 		G.rs_tail->next = r;
@@ -375,6 +608,9 @@ static void agent_on_msg(struct gcall *c, grpc_byte_buffer *buf)
 		gcall_stream_finish(c, MU_EINVAL, "not a valid muster.v1.AgentMessage");
 		return;
 	}
+	pthread_mutex_lock(&G.mu);
+	a->heard_ms = now_ms(); /* alive (claim) */
+	pthread_mutex_unlock(&G.mu);
 	switch (m->msg_case) {
 	case MUSTER__V1__AGENT_MESSAGE__MSG_HEARTBEAT:
 		on_heartbeat(a, m->heartbeat);
@@ -418,9 +654,11 @@ static void connect_start(struct gcall *c)
 	a->dirty = true;
 	gcall_ref(c); /* the list's */
 	pthread_mutex_lock(&G.mu);
+	a->heard_ms = now_ms();
 	a->next = G.list;
 	G.list = a;
 	pthread_mutex_unlock(&G.mu);
+	unclaim(a->node); /* listed now: the list answers for it */
 	if (grpc_stopping())
 		gcall_stream_finish(c, MU_EUNAVAIL, "server shutting down");
 	wake_agent_thread();
@@ -454,15 +692,31 @@ static void flush_heartbeats(PGconn *db)
 	mu_free(hb);
 }
 
-static void apply_fault(PGconn *db, const struct fault *f)
+/* While the database is unreachable heartbeats would pile up without
+ * bound (1,000 nodes x 8 GPUs a second); the next ones after it is back say
+ * the same, and control_plane.heard_since gives every node a whole timeout
+ * to be heard again. Faults and run reports are kept (G.faults, G.rs_*). */
+static void drop_heartbeats(void)
+{
+	pthread_mutex_lock(&G.mu);
+	G.n_hb_nodes = 0;
+	G.n_hb = 0;
+	pthread_mutex_unlock(&G.mu);
+}
+
+static int apply_fault(PGconn *db, const struct fault *f)
 {
 	struct mu_error err = { 0 };
+	int ret;
 
 	mu_warn("node=%s %s: %s", f->node, f->reason,
 		f->gpu >= 0 ? "GPU unhealthy, node drained" : "node drained, its gangs fail");
-	if (store_agent_fault(db, f->node_id, f->node, f->gpu, f->xid, f->reason, &err) < 0)
-		mu_warn("node=%s fault not fully recorded: %s", f->node, err.msg);
+	ret = store_agent_fault(db, f->node_id, f->node, f->gpu, f->xid, f->reason, &err);
+	if (ret < 0)
+		mu_warn("node=%s fault not recorded yet (retried in %d ms): %s", f->node, RETRY_MS, err.msg);
+	return ret;
 }
+
 
 static const char *const phase_names[] = { "", "RUNNING", "EXITED", "FAILED_TO_START" };
 
@@ -473,6 +727,81 @@ static void mark_dirty(int64_t node_id, const char *name)
 		if ((node_id && a->node_id == node_id) || (name && !strcmp(a->node, name)) || (!node_id && !name))
 			a->dirty = true;
 	pthread_mutex_unlock(&G.mu);
+}
+
+/*
+ * RunStatus reports in arrival order, then faults. One that fails to apply
+ * (the database went away, a deadlock) goes back to the head of its queue
+ * with everything after it, in order, and is tried again after RETRY_MS:
+ * never dropped. Their text was made acceptable on arrival (plain_text),
+ * so what fails is the database, not the report. Returns false when
+ * something is left for later.
+ */
+static bool apply_reports(PGconn *db)
+{
+	struct rstatus *rs, *rs_last;
+	struct fault *faults;
+	bool ok = true;
+
+	pthread_mutex_lock(&G.mu);
+	rs = G.rs_head;
+	G.rs_head = G.rs_tail = NULL;
+	faults = G.faults;
+	G.faults = NULL;
+	pthread_mutex_unlock(&G.mu);
+	while (rs) {
+		struct rstatus *next = rs->next;
+		struct store_agent_status st = { rs->node_id, rs->run_id, phase_names[rs->phase], rs->exit_code,
+						  rs->exit_signal, rs->log_path, rs->message,
+						  rs->end_reason };
+		struct mu_error err = { 0 };
+
+		if (store_agent_run_status(db, &st, NULL, &err) < 0) {
+			mu_warn("run=%lld status %s not applied yet (retried in %d ms): %s", (long long)rs->run_id,
+				phase_names[rs->phase], RETRY_MS, err.msg);
+			ok = false;
+			break;
+		}
+		mark_dirty(rs->node_id, NULL);
+		mu_free(rs->log_path);
+		mu_free(rs->message);
+		mu_free(rs->end_reason);
+		mu_free(rs);
+		rs = next;
+	}
+	while (ok && faults) {
+		struct fault *next = faults->next;
+
+		if (apply_fault(db, faults) < 0) {
+			ok = false;
+			break;
+		}
+		mark_dirty(faults->node_id, NULL);
+		mu_free(faults);
+		faults = next;
+	}
+	if (ok)
+		return true;
+	/* back in front of what arrived meanwhile */
+	pthread_mutex_lock(&G.mu);
+	if (rs) {
+		for (rs_last = rs; rs_last->next; rs_last = rs_last->next)
+			;
+		rs_last->next = G.rs_head;
+		if (!G.rs_head)
+			G.rs_tail = rs_last;
+		G.rs_head = rs;
+	}
+	if (faults) {
+		/* G.faults is pushed at its head: newer ones first, so ours go last */
+		struct fault **p = &G.faults;
+
+		while (*p)
+			p = &(*p)->next;
+		*p = faults;
+	}
+	pthread_mutex_unlock(&G.mu);
+	return false;
 }
 
 /* ---- desired state ------------------------------------------------------ */
@@ -625,6 +954,18 @@ static void push_desired(PGconn *db, struct snap *sn, size_t n)
 		uint64_t h;
 		bool send;
 
+		if (len > MAX_DESIRED_BYTES) {
+			/* never a partial state: runs it left out would be killed.
+			 * The agent keeps the last one it got. */
+			if (!sn[k].a->too_big_logged)
+				mu_err("node=%s desired state of %zu runs is %zu bytes, over the %d the agent"
+				       " accepts: not sent (lower settings.job_spec_max_bytes)", sn[k].a->node,
+				       sn[k].ds.n_runs, len, MAX_DESIRED_BYTES);
+			sn[k].a->too_big_logged = true;
+			mu_free(buf);
+			continue;
+		}
+		sn[k].a->too_big_logged = false;
 		protobuf_c_message_pack(&sn[k].ds.base, buf);
 		h = fnv64(buf, len);
 		mu_free(buf);
@@ -678,6 +1019,45 @@ static void push_dirty(PGconn *db)
 	mu_free(sn);
 }
 
+/* Streams whose token was revoked (or expired) since they opened end with
+ * UNAUTHENTICATED within TOKEN_CHECK_MS, like a cached REST principal. */
+static void end_revoked(PGconn *db)
+{
+	struct mu_error err = { 0 };
+	int64_t *ids = NULL, *dead = NULL;
+	size_t n = 0, cap = 0, ndead = 0;
+
+	pthread_mutex_lock(&G.mu);
+	for (struct agent *a = G.list; a; a = a->next) {
+		ids = mu_grow(ids, &cap, n + 1, sizeof(*ids));
+		ids[n++] = a->token_id;
+	}
+	pthread_mutex_unlock(&G.mu);
+	if (store_agent_dead_tokens(db, ids, n, &dead, &ndead, &err) < 0)
+		mu_warn("grpc agents: token check failed: %s", err.msg);
+	for (size_t i = 0; i < ndead; i++) {
+		struct gcall *end[64];
+		size_t nend = 0;
+
+		pthread_mutex_lock(&G.mu);
+		for (struct agent *a = G.list; a && nend < 64; a = a->next) {
+			if (a->token_id != dead[i])
+				continue;
+			mu_warn("node=%s agent token %lld revoked or expired: its stream from %s ends", a->node,
+				(long long)a->token_id, a->peer);
+			gcall_ref(a->c);
+			end[nend++] = a->c;
+		}
+		pthread_mutex_unlock(&G.mu);
+		for (size_t k = 0; k < nend; k++) {
+			gcall_stream_finish(end[k], MU_EUNAUTH, "the agent token was revoked or expired");
+			gcall_unref(end[k]);
+		}
+	}
+	mu_free(dead);
+	mu_free(ids);
+}
+
 static void on_notify(void *arg, const char *channel, const char *payload)
 {
 	(void)arg;
@@ -692,13 +1072,12 @@ static void *agent_main(void *arg)
 	static const char *const channels[] = { "muster_agents", "muster_sched" };
 
 	PGconn *db = NULL;
-	int64_t next_connect = 0, next_flush = 0, next_resync = 0;
+	int64_t next_connect = 0, next_flush = 0, next_resync = 0, next_tick = 0, next_retry = 0;
+	int64_t next_token_check = 0;
 
 	(void)arg;
 	while (!grpc_stopping()) {
 		struct pollfd pf[2] = { { .fd = G.wake, .events = POLLIN }, { .fd = -1 } };
-		struct fault *faults;
-		struct rstatus *rs;
 		uint64_t v;
 		int64_t t;
 
@@ -722,6 +1101,8 @@ static void *agent_main(void *arg)
 		poll(pf, 2, HB_FLUSH_MS);
 		if (pf[0].revents & POLLIN && read(G.wake, &v, sizeof(v)) < 0)
 			mu_debug("grpc agent wake read failed");
+		if (!db)
+			drop_heartbeats(); /* stale by the time the database is back */
 		if (grpc_stopping() || !db)
 			continue;
 		if (store_listen_drain(db, on_notify, NULL) < 0 || !store_db_ok(db)) {
@@ -729,36 +1110,20 @@ static void *agent_main(void *arg)
 			db = NULL;
 			continue;
 		}
-		/* run status first, in arrival order: it changes desired states */
-		pthread_mutex_lock(&G.mu);
-		rs = G.rs_head;
-		G.rs_head = G.rs_tail = NULL;
-		faults = G.faults;
-		G.faults = NULL;
-		pthread_mutex_unlock(&G.mu);
-		while (rs) {
-			struct rstatus *next = rs->next;
-			struct store_agent_status st = { rs->node_id, rs->run_id, phase_names[rs->phase], rs->exit_code,
-							  rs->exit_signal, rs->log_path, rs->message,
-							  rs->end_reason };
+		t = now_ms();
+		if (t >= next_tick) {
 			struct mu_error err = { 0 };
 
-			if (store_agent_run_status(db, &st, NULL, &err) < 0)
-				mu_warn("run=%lld status not applied: %s", (long long)rs->run_id, err.msg);
-			mark_dirty(rs->node_id, NULL);
-			mu_free(rs->log_path);
-			mu_free(rs->message);
-			mu_free(rs->end_reason);
-			mu_free(rs);
-			rs = next;
+			if (store_agent_cp_tick(db, &err) < 0)
+				mu_warn("grpc agents: control-plane tick failed: %s", err.msg);
+			next_tick = t + CP_TICK_MS;
 		}
-		while (faults) {
-			struct fault *next = faults->next;
-
-			apply_fault(db, faults);
-			mark_dirty(faults->node_id, NULL);
-			mu_free(faults);
-			faults = next;
+		/* run status first, in arrival order: it changes desired states */
+		if (t >= next_retry && !apply_reports(db))
+			next_retry = now_ms() + RETRY_MS;
+		if (t >= next_token_check) {
+			end_revoked(db);
+			next_token_check = t + TOKEN_CHECK_MS;
 		}
 		t = now_ms();
 		if (t >= next_flush) {
@@ -829,6 +1194,11 @@ void grpc_agent_stop(void)
 		mu_free(G.faults);
 		G.faults = next;
 	}
+	for (size_t i = 0; i < G.nclaims; i++)
+		mu_free(G.claims[i]);
+	mu_free(G.claims);
+	G.claims = NULL;
+	G.nclaims = G.cap_claims = 0;
 	mu_free(G.hb_nodes);
 	mu_free(G.hb);
 	G.hb_nodes = NULL;

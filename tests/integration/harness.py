@@ -65,6 +65,8 @@ Methods:
   c.make_tenant(name, parent="root", **fields) -> tenant JSON (POST /v1/tenants, admin)
   c.make_token(role="tenant", tenant=None, user=None, name=None, **fields)
                               -> the secret string (POST /v1/tokens, admin)
+  c.token_file(secret, name=None) -> path of a new 0600 file holding secret (for
+                                 muster-agent --token-file)
   c.log_text(name)            -> a process log's contents ("api", "postgres", ...)
   c.agent_flags(identity=False) -> muster-agent flags: this cluster's own --cgroup-root and,
                                  unless the test is about identity, --single-user
@@ -384,6 +386,11 @@ class Cluster:
         log = os.path.join(self.dir, name + ".log")
         self._logs[name] = log
         full_env = self.base_env()
+        if any(os.path.basename(a) == "muster-agent" for a in args):
+            # an agent's only peer is muster-api: no database URL, no admin
+            # token in its environment (its forks are the parents of jobs)
+            full_env.pop("MUSTER_DATABASE_URL", None)
+            full_env.pop("MUSTER_ADMIN_TOKEN", None)
         full_env.update({k: str(v) for k, v in (env or {}).items()})
         with open(log, "ab") as f:
             p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
@@ -623,6 +630,15 @@ class Cluster:
         if st != 201:
             raise RuntimeError("POST /v1/tokens: %s %s" % (st, b))
         return b["token"]
+
+    def token_file(self, secret, name=None):
+        """Writes an agent token to a new file of mode 0600 in the cluster dir
+        (what muster-agent --token-file wants) and returns its path."""
+        path = os.path.join(self.dir, name or "token-" + secrets.token_hex(4))
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secret + "\n")
+        return path
 
 
 CGROUP_MOUNT = "/sys/fs/cgroup"

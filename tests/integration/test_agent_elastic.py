@@ -62,8 +62,13 @@ def start_agent(c, n):
         [harness.binary("muster-agent"), "--api", "127.0.0.1:%d" % c.grpc_port,
          "--node", n, "--address", "127.0.0.%d" % (NODES.index(n) + 2),
          "--state-dir", os.path.join(c.dir, "agent-" + n), "--gpu-backend", "fake",
-         "--fake-gpus", "4", "--heartbeat-interval", "300ms"] + c.agent_flags(),
-        env={"MUSTER_AGENT_TOKEN": S["tokens"][n]}, name="agent-" + n)
+         "--fake-gpus", "4", "--heartbeat-interval", "300ms", "--token-file", token_file(c, n)] + c.agent_flags(),
+        name="agent-" + n)
+
+
+def token_file(c, n):
+    path = os.path.join(c.dir, "token-" + n)
+    return path if os.path.exists(path) else c.token_file(S["tokens"][n], "token-" + n)
 
 
 def submit(c, nodes, min_nodes):

@@ -119,14 +119,17 @@ def start_agent(c, i, n):
     addr, api_host, ns = S["addrs"][i]
     tok = S.setdefault("tokens", {}).get(n) or make_token(c, "agent", node=n)
     S["tokens"][n] = tok
+    tokf = os.path.join(c.dir, "token-" + n)
+    if not os.path.exists(tokf):
+        c.token_file(tok, "token-" + n)
     state = os.path.join(c.dir, "agent-" + n)
     args = [harness.binary("muster-agent"), "--api", "%s:%d" % (api_host, c.grpc_port),
             "--node", n, "--address", addr, "--topology", "block-1/rack-1",
             "--state-dir", state, "--gpu-backend", "fake", "--fake-gpus", "4",
-            "--heartbeat-interval", "500ms", "--log-level", "debug"] + c.agent_flags()
+            "--heartbeat-interval", "500ms", "--log-level", "debug", "--token-file", tokf] + c.agent_flags()
     if ns:
         args = ["ip", "netns", "exec", ns] + args
-    return c.start_process(args, env={"MUSTER_AGENT_TOKEN": tok}, name="agent-" + n)
+    return c.start_process(args, name="agent-" + n)
 
 
 def submit(c, name, **extra):

@@ -27,6 +27,7 @@ def setup(c):
     c.sql("INSERT INTO quotas (tenant_id, max_gpus) SELECT id, 99 FROM tenants WHERE name = 'rst'")
     S["user"] = make_token(c, "tenant", tenant="rst", user="rob")
     S["token"] = make_token(c, "agent", node="rs-n1")
+    S["token_file"] = c.token_file(S["token"])
     c.start_process(["muster-scheduler", "--db", c.db_url], name="scheduler")
     S["out"] = os.path.join(c.dir, "out")
     os.makedirs(S["out"])
@@ -43,8 +44,8 @@ def start_agent(c):
         [harness.binary("muster-agent"), "--api", "127.0.0.1:%d" % c.grpc_port, "--node", "rs-n1",
          "--address", "127.0.0.1", "--state-dir", S["state"], "--gpu-backend", "fake",
          "--fake-gpus", "4", "--heartbeat-interval", "300ms", "--fabric-ifaces", "ib0",
-         "--sysfs-net", S["net"]] + c.agent_flags(),
-        env={"MUSTER_AGENT_TOKEN": S["token"]}, name="agent",
+         "--sysfs-net", S["net"], "--token-file", S["token_file"]] + c.agent_flags(),
+        name="agent",
         wait_for=lambda: c.sql_value("SELECT count(*) FROM nodes WHERE name = 'rs-n1' AND up") == "1")
 
 

@@ -423,7 +423,7 @@ def test_job_logs(c):
     c.start_process(
         [harness.binary('muster-agent'), '--api', '127.0.0.1:%d' % c.grpc_port, '--node', 'log-001',
          '--address', '127.0.0.1', '--state-dir', os.path.join(c.dir, 'log-agent'), '--gpu-backend',
-         'fake', '--fake-gpus', '1', '--heartbeat-interval', '300ms'],
+         'fake', '--fake-gpus', '1', '--heartbeat-interval', '300ms'] + c.agent_flags(),
         env={'MUSTER_AGENT_TOKEN': token}, name='log-agent',
         wait_for=lambda: c.sql_value("SELECT count(*) FROM nodes WHERE name = 'log-001' AND up") == '1')
     jobs = {}

@@ -61,7 +61,7 @@ def start_agent(c):
         [harness.binary("muster-agent"), "--api", "127.0.0.1:%d" % c.grpc_port, "--node", "lg-n1",
          "--address", "127.0.0.1", "--state-dir", S["state"], "--gpu-backend", "fake",
          "--fake-gpus", "8", "--heartbeat-interval", "300ms",
-         "--log-retention", "%ds" % RETENTION_S],
+         "--log-retention", "%ds" % RETENTION_S] + c.agent_flags(),
         env={"MUSTER_AGENT_TOKEN": S["agent_token"]}, name="agent",
         wait_for=lambda: c.sql_value("SELECT count(*) FROM nodes WHERE name = 'lg-n1' AND up") == "1")
 
@@ -344,7 +344,7 @@ def test_two_nodes(c):
     a2 = c.start_process(
         [harness.binary("muster-agent"), "--api", "127.0.0.1:%d" % c.grpc_port, "--node", "lg-n2",
          "--address", "127.0.0.1", "--state-dir", os.path.join(c.dir, "agent2-state"), "--gpu-backend",
-         "fake", "--fake-gpus", "8", "--heartbeat-interval", "300ms"],
+         "fake", "--fake-gpus", "8", "--heartbeat-interval", "300ms"] + c.agent_flags(),
         env={"MUSTER_AGENT_TOKEN": token}, name="agent2",
         wait_for=lambda: c.sql_value("SELECT count(*) FROM nodes WHERE name = 'lg-n2' AND up") == "1")
     st, _, b = c.api("POST", "/v1/jobs", {

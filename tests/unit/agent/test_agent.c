@@ -1,7 +1,8 @@
 /*
  * muster-agent core: launch environment, hostfile, real children (env
  * dumps, exit codes, TERM/grace/KILL, time limit), reconciler decisions,
- * fake-GPU fault lines, and the state file across an agent "restart".
+ * fake-GPU fault lines, the state file across an agent "restart", and the
+ * node credential file's rules.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -619,6 +620,57 @@ static void state_file_cgroups(void **state)
 	mu_free(back);
 }
 
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+	unlink(path);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, mode);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+/* The node credential file: regular, ours, 0600 or stricter; first line. */
+static void token_file_rules(void **state)
+{
+	(void)state;
+	struct mu_error err = { 0 };
+	char path[400], link[400];
+	snprintf(path, sizeof(path), "%s/token", tmpdir);
+	snprintf(link, sizeof(link), "%s/token-link", tmpdir);
+
+	write_file(path, "mst_good\nsecond line ignored\n", 0600);
+	assert_int_equal(ag_token_load_file(path, &err), 0);
+	assert_true(ag_token_loaded());
+	assert_string_equal(ag_token_header(), "Bearer mst_good");
+	write_file(path, "mst_ro", 0400);
+	assert_int_equal(ag_token_load_file(path, &err), 0);
+	assert_string_equal(ag_token_header(), "Bearer mst_ro");
+	/* too open: group or other bits, or owner execute */
+	mode_t bad[] = { 0644, 0640, 0604, 0700, 0660 };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		write_file(path, "mst_x\n", bad[i]);
+		assert_int_equal(ag_token_load_file(path, &err), MU_EINVAL);
+		assert_non_null(strstr(err.msg, "0600"));
+	}
+	/* a symlink, a directory, an empty file, a token with a space */
+	write_file(path, "mst_x\n", 0600);
+	unlink(link);
+	assert_int_equal(symlink(path, link), 0);
+	assert_true(ag_token_load_file(link, &err) < 0);
+	assert_int_equal(ag_token_load_file(tmpdir, &err), MU_EINVAL);
+	write_file(path, "\n", 0600);
+	assert_int_equal(ag_token_load_file(path, &err), MU_EINVAL);
+	write_file(path, "mst a\n", 0600);
+	assert_int_equal(ag_token_load_file(path, &err), MU_EINVAL);
+	/* what a fork does first */
+	ag_token_wipe();
+	assert_false(ag_token_loaded());
+	assert_string_equal(ag_token_header(), "");
+	unlink(link);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -627,7 +679,7 @@ int main(void)
 		cmocka_unit_test(real_children_env_and_exit), cmocka_unit_test(stop_term_grace_kill),
 		cmocka_unit_test(reconcile_decisions), cmocka_unit_test(fault_lines),
 		cmocka_unit_test(state_file_restart), cmocka_unit_test(runas_policy),
-		cmocka_unit_test(state_file_cgroups),
+		cmocka_unit_test(state_file_cgroups), cmocka_unit_test(token_file_rules),
 	};
 	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
