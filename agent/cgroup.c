@@ -97,8 +97,12 @@ static int mkpath(const char *base, const char *rel, const char *ctrl)
 		*p = '\0';
 		if (mkdir(path, 0755) != 0 && errno != EEXIST)
 			return -errno;
-		if (c == '\0')
+		if (c == '\0') {
+			/* one made earlier by a root agent is there but not ours */
+			if (access(path, W_OK) != 0)
+				return -errno;
 			break;
+		}
 		if (ctrl && *ctrl) {
 			snprintf(f, sizeof(f), "%s/cgroup.subtree_control", path);
 			put(f, ctrl); /* best effort: what cannot be enabled is not limited */
