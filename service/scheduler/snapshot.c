@@ -270,13 +270,26 @@ int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_sna
 		t->max_gpus = -1;
 		t->max_running_jobs = -1;
 	}
-	for (size_t i = 0; i < db->nquotas; i++) {
-		int t = lookup(p->tenants, db->ntenants, db->quotas[i].tenant_id);
-		if (t < 0 || db->quotas[i].gpu_model[0])
-			continue; /* per-model quotas: not modelled by the core yet */
-		s->tenants[t].guaranteed_gpus = db->quotas[i].guaranteed_gpus;
-		s->tenants[t].max_gpus = db->quotas[i].max_gpus;
-		s->tenants[t].max_running_jobs = db->quotas[i].max_running_jobs;
+	/* Quotas come ordered by tenant, then model: a tenant's per-model rows
+	 * are consecutive and become one slice of model_quotas. */
+	s->model_quotas = mu_calloc(db->nquotas + 1, sizeof(*s->model_quotas));
+	for (size_t i = 0, nm = 0; i < db->nquotas; i++) {
+		const struct store_sched_quota *dq = &db->quotas[i];
+		int t = lookup(p->tenants, db->ntenants, dq->tenant_id);
+		if (t < 0)
+			continue;
+		if (dq->gpu_model[0]) {
+			struct sched_tenant *x = &s->tenants[t];
+			if (!x->nmodel_quotas)
+				x->model_quotas = &s->model_quotas[nm];
+			s->model_quotas[nm++] = (struct sched_model_quota){ dq->gpu_model, dq->guaranteed_gpus,
+									    dq->max_gpus };
+			x->nmodel_quotas++;
+			continue;
+		}
+		s->tenants[t].guaranteed_gpus = dq->guaranteed_gpus;
+		s->tenants[t].max_gpus = dq->max_gpus;
+		s->tenants[t].max_running_jobs = dq->max_running_jobs;
 	}
 	c->tenants = s->tenants;
 
@@ -444,6 +457,7 @@ void scheduler_snap_release(struct scheduler_snap *s)
 	mu_free(s->jobs);
 	mu_free(s->deps);
 	mu_free(s->tenants);
+	mu_free(s->model_quotas);
 	mu_free(s->users);
 	memset(s, 0, sizeof(*s));
 }
