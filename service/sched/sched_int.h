@@ -307,6 +307,10 @@ bool sched__quota_reserve_ok(struct cyc *c, const struct sched_job *j, int64_t s
                              const struct sched_alloc *a, size_t na, char *msg, size_t len);
 void sched__quota_reserved(struct cyc *c, const struct sched_job *j, int64_t start, int64_t end,
                            const struct sched_alloc *a, size_t na);
+/* The earliest time (>= now, among the next releases) its limits have room for job j's minimum on
+ * `model` (-1: counted on all-model limits only), or SCHED_NEVER; then hold that quota from it. */
+int64_t sched__quota_room_at(struct cyc *c, const struct sched_job *j, int model, int nmin);
+void sched__quota_hold(struct cyc *c, const struct sched_job *j, int64_t start, int64_t end, int model, int nmin);
 bool sched__quota_guaranteed(const struct cyc *c, int tenant);
 bool sched__reclaims(const struct cyc *c, const struct sched_job *j, const struct req *q, int64_t need);
 bool sched__borrower(const struct cyc *c, int tenant, const struct req *q);

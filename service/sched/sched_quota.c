@@ -367,8 +367,83 @@ bool sched__quota_reserve_ok(struct cyc *c, const struct sched_job *j, int64_t s
 	return true;
 }
 
+/* GPUs of job j's minimum on `model` (-1: not known) that limit e counts. */
+static int64_t count_shape(const struct qlim *e, const struct sched_job *j, int model, int nmin)
+{
+	if (e->model != -1 && (model < 0 || e->model != model))
+		return 0;
+	return (int64_t)nmin * (j->gpus_per_node > 0 ? j->gpus_per_node : 0);
+}
+
+static void add_res(struct cyc *c, const struct sched_job *j, int64_t start, int64_t end, const struct sched_alloc *a,
+                    size_t na, int model, int nmin);
+
 void sched__quota_reserved(struct cyc *c, const struct sched_job *j, int64_t start, int64_t end,
                            const struct sched_alloc *a, size_t na)
+{
+	add_res(c, j, start, end, a, na, -1, 0);
+}
+
+static int cmp_t(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+	return (a > b) - (a < b);
+}
+
+int64_t sched__quota_room_at(struct cyc *c, const struct sched_job *j, int model, int nmin)
+{
+	struct qstate *q = c->quota;
+	const struct sched_snapshot *s = c->s;
+	int64_t found = SCHED_NEVER;
+	if (!q)
+		return c->now;
+	/* Candidate times: now and every planned release of GPUs its limits count. */
+	size_t n = 0, cap = 1 + s->nruns + c->d->nstarts + q->nres;
+	int64_t *t = sched__xmalloc(cap * sizeof(int64_t));
+	t[n++] = c->now;
+	for (size_t i = 0; i < s->nruns; i++) {
+		const struct sched_run *r = &s->runs[i];
+		if (q->off[r->tenant] != q->off[r->tenant + 1])
+			t[n++] = c->victim[i] ? c->now + (r->grace > 0 ? r->grace : 1) : sched__run_end(c, r);
+	}
+	for (size_t i = 0; i < c->d->nstarts; i++)
+		t[n++] = c->d->starts[i].planned_end;
+	for (size_t r = 0; r < q->nres; r++)
+		t[n++] = q->res[r].end;
+	qsort(t, n, sizeof(*t), cmp_t);
+	/* The first 32 distinct times: enough for the next releases, bounded cost. */
+	for (size_t i = 0, tried = 0; i < n && tried < 32 && found == SCHED_NEVER; i++) {
+		if (t[i] < c->now || (i > 0 && t[i] == t[i - 1]))
+			continue;
+		tried++;
+		use_at(c, j->tenant, t[i]);
+		bool ok = true;
+		for (int k = q->off[j->tenant]; k < q->off[j->tenant + 1] && ok; k++) {
+			const struct qlim *e = &q->lim[q->idx[k]];
+			if (e->max >= 0 && q->use[q->idx[k]] + count_shape(e, j, model, nmin) > e->max)
+				ok = false;
+		}
+		for (size_t r = 0; r < q->nres && ok; r++) /* nor may it push a later reservation over */
+			for (int k = q->off[j->tenant]; k < q->off[j->tenant + 1] && ok; k++) {
+				int li = q->idx[k];
+				if (q->res[r].slack[li] != NOSLACK && q->res[r].start >= t[i] &&
+				    q->res[r].slack[li] < count_shape(&q->lim[li], j, model, nmin))
+					ok = false;
+			}
+		if (ok)
+			found = t[i];
+	}
+	free(t);
+	return found;
+}
+
+void sched__quota_hold(struct cyc *c, const struct sched_job *j, int64_t start, int64_t end, int model, int nmin)
+{
+	add_res(c, j, start, end, NULL, 0, model, nmin);
+}
+
+static void add_res(struct cyc *c, const struct sched_job *j, int64_t start, int64_t end, const struct sched_alloc *a,
+                    size_t na, int model, int nmin)
 {
 	struct qstate *q = c->quota;
 	if (!q || q->off[j->tenant] == q->off[j->tenant + 1])
@@ -386,7 +461,7 @@ void sched__quota_reserved(struct cyc *c, const struct sched_job *j, int64_t sta
 		x->slack[k] = NOSLACK;
 	for (int k = q->off[j->tenant]; k < q->off[j->tenant + 1]; k++) {
 		int li = q->idx[k];
-		x->count[li] = count(c, &q->lim[li], a, na);
+		x->count[li] = a ? count(c, &q->lim[li], a, na) : count_shape(&q->lim[li], j, model, nmin);
 		if (q->lim[li].max >= 0)
 			x->slack[li] = q->lim[li].max - q->use[li] - x->count[li];
 	}
