@@ -332,6 +332,17 @@ int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_sna
 		if (u >= 0)
 			s->users[u].usage += db->usage[i].value;
 	}
+	/* Recent actual run times: what the core predicts runtimes from. */
+	for (size_t i = 0; i < db->nruntimes; i++) {
+		const struct store_sched_runtime *rt = &db->runtimes[i];
+		int t = lookup(p->tenants, db->ntenants, rt->tenant_id);
+		int u = t < 0 ? -1 : scheduler_snap_user(s, t, rt->user);
+		if (u < 0)
+			continue;
+		s->users[u].nrecent = rt->n < 2 ? (rt->n > 0 ? rt->n : 0) : 2;
+		s->users[u].recent_runtime[0] = rt->recent[0];
+		s->users[u].recent_runtime[1] = rt->recent[1];
+	}
 	c->nusers = nu;
 	c->users = s->users;
 
@@ -380,6 +391,8 @@ int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_sna
 			r->start = dr->start;
 			r->time_limit = dr->time_limit;
 			r->min_nodes = dr->min_nodes;
+			/* Planned at its prediction while it lasts; past it, at its limit. */
+			r->predicted_end = dr->predicted_runtime > 0 ? dr->start + dr->predicted_runtime : 0;
 			for (size_t k = dr->alloc_first; k < dr->alloc_first + dr->alloc_count; k++) {
 				const struct store_sched_alloc *a = &db->allocs[k];
 				int node = lookup(p->nodes, db->nnodes, a->node_id);
@@ -493,6 +506,9 @@ void scheduler_decisions_from_core(const struct scheduler_snap *s, const struct 
 		x->job_id = st->job_id;
 		x->nnodes = (int)st->nalloc;
 		x->gpus_per_node = dj->gpus_per_node;
+		x->predicted_runtime = 0;
+		if (s->core.settings.predict && st->planned_end - s->core.now < dj->time_limit)
+			x->predicted_runtime = (int)(st->planned_end - s->core.now);
 		x->node_ids = &o->node_ids[nnode_ids];
 		x->gpus = &o->gpus[ngpus];
 		for (size_t k = 0; k < st->nalloc && ok; k++) {
