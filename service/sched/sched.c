@@ -1085,6 +1085,37 @@ static void finish_verdict(struct cyc *c, size_t ji)
 	verdict(c, ji, c->pv_reason, SCHED_NEVER, "%s", c->pv_msg);
 }
 
+/*
+ * Job ji is over max_gpus now (verdict in c->pv_msg). When resources would
+ * keep it waiting anyway, it is reserved for a time its quota allows (the
+ * same tenant's shorter jobs may hold the quota for a while); when GPUs are
+ * free now, it holds the quota from the next time its limits leave room.
+ * Either way later jobs of its subtree cannot take that quota from it.
+ * Returns true when it did one of the two (and set the verdict).
+ */
+static bool reserve_over_quota(struct cyc *c, size_t ji, const struct req *q, int64_t rt)
+{
+	const struct sched_job *j = &c->s->jobs[ji];
+	struct req rq = *q;
+	size_t na = 0;
+	bool qheld = false;
+	char qmsg[160], buf[64];
+	rq.nmax = rq.nmin;
+	int64_t t = reserve_at(c, ji, &rq, rt, &na, &qheld, qmsg);
+	if (t != SCHED_NEVER) {
+		commit_reservation(c, ji, t, t + rt, c->sc_alloc, na);
+		fmt_time(buf, c->s->settings.quiet ? 0 : sizeof(buf), c->now, t);
+		verdict(c, ji, SCHED_REASON_RESERVATION, t, "reserved to start at %s, when its quota allows", buf);
+		return true;
+	}
+	t = sched__quota_room_at(c, j, q->model, q->nmin);
+	if (t == SCHED_NEVER || t <= c->now)
+		return false;
+	sched__quota_hold(c, j, t, t + rt, q->model, q->nmin);
+	verdict(c, ji, SCHED_REASON_QUOTA_MAX, SCHED_NEVER, "%.100s; held for it from t=%lld", c->pv_msg, (long long)t);
+	return true;
+}
+
 static void run_jobs(struct cyc *c)
 {
 	const struct sched_snapshot *s = c->s;
@@ -1115,36 +1146,10 @@ static void run_jobs(struct cyc *c)
 		req_of(c, j, &q);
 		c->d->verdicts[ji].priority = c->prio[ji];
 		if (!admissible(c, ji, &q, &qmax, false)) {
-			/*
-			 * Over max_gpus now but short of resources anyway: it may still be
-			 * reserved for a time when its quota allows it (the same tenant's
-			 * shorter jobs may have taken the quota meanwhile), so that it keeps
-			 * holding that quota against backfill.
-			 */
-			if (c->pv_reason == SCHED_REASON_QUOTA_MAX && c->quota && nres < depth && !blocked) {
-				struct req rq = q;
-				size_t na = 0;
-				bool qheld = false;
-				char qmsg[160];
-				rq.nmax = rq.nmin;
-				int64_t t = reserve_at(c, ji, &rq, rt, &na, &qheld, qmsg);
-				if (t != SCHED_NEVER) {
-					nres++;
-					commit_reservation(c, ji, t, t + rt, c->sc_alloc, na);
-					fmt_time(buf, s->settings.quiet ? 0 : sizeof(buf), c->now, t);
-					verdict(c, ji, SCHED_REASON_RESERVATION, t, "reserved to start at %s, when its quota allows",
-					        buf);
-					continue;
-				}
-				/* Free GPUs now, but no quota: hold the quota from when it has room. */
-				t = sched__quota_room_at(c, j, q.model, q.nmin);
-				if (t != SCHED_NEVER && t > c->now) {
-					nres++;
-					sched__quota_hold(c, j, t, t + rt, q.model, q.nmin);
-					verdict(c, ji, SCHED_REASON_QUOTA_MAX, SCHED_NEVER, "%.100s; held for it from t=%lld",
-					        c->pv_msg, (long long)t);
-					continue;
-				}
+			if (c->pv_reason == SCHED_REASON_QUOTA_MAX && c->quota && nres < depth && !blocked &&
+			    reserve_over_quota(c, ji, &q, rt)) {
+				nres++;
+				continue;
 			}
 			finish_verdict(c, ji);
 			continue;
