@@ -1299,11 +1299,20 @@ static int cycle(const struct sched_snapshot *s, struct sched_decisions *out, co
 			struct req rq = q;
 			if (qmax < rq.nmax)
 				rq.nmax = qmax;
-			int64_t t = sched__earliest(&c, &rq, sched_job_runtime(s, probe), c.sc_alloc, &na);
+			int64_t rt = sched_job_runtime(s, probe);
+			int64_t t = sched__earliest(&c, &rq, rt, c.sc_alloc, &na);
+			char qmsg[160];
 			*probe_start = t;
 			*probe_reason = t == s->now ? SCHED_REASON_NONE
 			                : t == SCHED_NEVER ? SCHED_REASON_RESOURCES : SCHED_REASON_RESERVATION;
-			if (probe_msg) {
+			if (t != SCHED_NEVER && c.quota &&
+			    !sched__quota_reserve_ok(&c, probe, t, t + rt, c.sc_alloc, na, qmsg, sizeof(qmsg))) {
+				/* Its quota, counting the reservations' share, has no room then. */
+				*probe_start = SCHED_NEVER;
+				*probe_reason = SCHED_REASON_QUOTA_MAX;
+				if (probe_msg)
+					snprintf(probe_msg, 160, "%s", qmsg);
+			} else if (probe_msg) {
 				char buf[64];
 				fmt_time(buf, sizeof(buf), s->now, t);
 				if (t == s->now)
