@@ -1116,6 +1116,31 @@ static bool reserve_over_quota(struct cyc *c, size_t ji, const struct req *q, in
 	return true;
 }
 
+/*
+ * Preemption for job ji within its per-model limits: a job without
+ * gpu_model whose tenant has per-model max_gpus preempts for one model at a
+ * time (in node order) that its limits leave room on, so that it never
+ * stops runs to take GPUs its quota would not let it start on.
+ */
+static bool try_preempt_quota(struct cyc *c, size_t ji, const struct req *q, int64_t rt)
+{
+	const struct sched_job *j = &c->s->jobs[ji];
+	if (q->model != -1 || !sched__quota_split(c, j->tenant))
+		return try_preempt(c, ji, q, rt);
+	for (int m = 0; m < c->nmodels; m++) {
+		struct req qm = *q;
+		bool held = false;
+		char msg[160];
+		qm.model = m;
+		qm.nmax = sched__quota_cap(c, j, m, rt, q->nmax, &held, msg, sizeof(msg));
+		if (c->maxk[m] < q->g || qm.nmax < qm.nmin)
+			continue;
+		if (try_preempt(c, ji, &qm, rt))
+			return true;
+	}
+	return false;
+}
+
 static void run_jobs(struct cyc *c)
 {
 	const struct sched_snapshot *s = c->s;
@@ -1169,7 +1194,7 @@ static void run_jobs(struct cyc *c)
 		    (j->priority > c->min_preempt_prio || j->priority > c->min_stopping_prio ||
 		     sched__quota_guaranteed(c, j->tenant))) {
 			attempts--;
-			if (try_preempt(c, ji, &q, rt))
+			if (try_preempt_quota(c, ji, &q, rt))
 				continue;
 		}
 		if (nres < depth) {
