@@ -9,9 +9,12 @@
  * (the simulator's traces, EASY): c->quota stays NULL and every hook
  * returns at once. Otherwise a limit is a (subtree, model) pair; each
  * tenant has the list of limits that count its GPUs, and each reservation
- * the slack it leaves under each limit at its start, computed once when it
- * is made (one pass over the running runs) and lowered by every later start
- * or reservation that overlaps it.
+ * of a limited tenant the slack it leaves under each limit at its start,
+ * computed once when it is made (one pass over the running runs) and
+ * lowered by every later start or reservation that overlaps it. Per-model
+ * limits also cost one pass over the running runs per cycle (their use);
+ * the incremental view does not keep these, so a simulation with limits
+ * pays them on every event.
  */
 #include "sched.h"
 #include "sched_int.h"
@@ -120,7 +123,10 @@ void sched__quota_setup(struct cyc *c)
 				q->idx[n++] = (int)k;
 	}
 	q->off[s->ntenants] = (int)n;
-	for (size_t i = 0; i < s->nruns; i++) {
+	bool models = false; /* per-model use needs a pass over the runs; tenant-wide use is c->tgpus */
+	for (size_t k = 0; k < q->nlim; k++)
+		models |= q->lim[k].model != -1;
+	for (size_t i = 0; models && i < s->nruns; i++) {
 		const struct sched_run *r = &s->runs[i];
 		for (int k = q->off[r->tenant]; k < q->off[r->tenant + 1]; k++) {
 			struct qlim *e = &q->lim[q->idx[k]];
