@@ -908,6 +908,7 @@ static bool try_start_now(struct cyc *c, size_t ji, const struct req *q0, int qm
 	}
 	if (q.nmax < q.nmin)
 		return false;
+	*held = false; /* the quota left it room: what follows is about GPUs */
 	if (place_now(c, ji, &q, runtime, held, hmsg))
 		return true;
 	for (int m = 0; split && m < c->nmodels; m++) {
@@ -915,9 +916,12 @@ static bool try_start_now(struct cyc *c, size_t ji, const struct req *q0, int qm
 		bool h = false;
 		qm.model = m;
 		qm.nmax = sched__quota_cap(c, j, m, runtime, q.nmax, &h, hmsg, 160);
-		*held |= h;
-		if (c->maxk[m] < q.g || qm.nmax < qm.nmin)
+		if (c->maxk[m] < q.g)
 			continue;
+		if (qm.nmax < qm.nmin) {
+			*held |= h;
+			continue;
+		}
 		if (place_now(c, ji, &qm, runtime, &h, hmsg))
 			return true;
 	}
