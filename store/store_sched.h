@@ -131,6 +131,8 @@ int store_sched_settings_load(PGconn *c, struct store_sched_settings *out, struc
  *   expire_stops: STOPPING runs past stop_requested_at + grace_period + margin_s
  *                -> ended_at = now() (the scheduler ends them itself)
  *   finish_runs: live runs with ended_at -> final state, allocations freed,
+ *                user_runtimes (the user's last two actual run times, for runs
+ *                ending COMPLETED, FAILED or TIMEOUT),
  *                usage_records + usage_decayed (GPU-seconds: runs.nodes x
  *                gpus_per_node x duration + shrunk_gpu_seconds), job ended or requeued
  *                (node_fail: while retries < max_retries, retries+1;
@@ -168,6 +170,7 @@ struct store_sched_run {
 	int nodes, gpus_per_node, time_limit;
 	int min_nodes; /* the job's min_nodes when elastic (< its nodes), else 0 */
 	int64_t start; /* started_at, else created_at: unix s */
+	int predicted_runtime; /* s, planned at start when shorter than the limit; 0 = none */
 	bool stopping;
 	size_t alloc_first, alloc_count; /* slice of snap->allocs (sorted by run, rank) */
 };
@@ -205,6 +208,14 @@ struct store_sched_usage {
 	double value; /* decayed to the snapshot's now */
 };
 
+/* A user's last actual run times (user_runtimes), newest first. */
+struct store_sched_runtime {
+	int64_t tenant_id;
+	char *user;
+	int n;          /* 0..2 */
+	int recent[2];  /* s */
+};
+
 struct store_sched_depstate {
 	int64_t job_id;
 	char *state;
@@ -221,6 +232,7 @@ struct store_sched_snap {
 	struct store_sched_quota *quotas; size_t nquotas;
 	struct store_sched_class *classes; size_t nclasses;
 	struct store_sched_usage *usage; size_t nusage;
+	struct store_sched_runtime *runtimes; size_t nruntimes; /* by tenant, user */
 	struct store_sched_depstate *deps; size_t ndeps; /* states of jobs named in dependencies */
 	void *mem; /* internal */
 };
@@ -241,6 +253,7 @@ void store_sched_snap_release(struct store_sched_snap *snap);
 struct store_sched_start {
 	int64_t job_id;
 	int nnodes, gpus_per_node; /* time limit and grace period come from the job and its class */
+	int predicted_runtime;     /* s, when planned with a prediction shorter than the limit; 0 = none */
 	const int64_t *node_ids; /* borrowed: nnodes, index = rank */
 	const int *gpus;         /* borrowed: nnodes * gpus_per_node, rank-major */
 };

@@ -77,10 +77,11 @@ static int64_t getl(const PGresult *r, int row, int col)
 
 /* ---- the snapshot's queries, sent as one batch ---------------------------- */
 
-/* One round trip for the eight parameterless queries of a snapshot (a
+/* One round trip for the nine parameterless queries of a snapshot (a
  * multi-statement simple query inside the cycle's transaction); the
  * loaders below take their results in this order. */
-static const char *const snap_sql[8] = {
+#define SNAP_NSQL 9
+static const char *const snap_sql[SNAP_NSQL] = {
 	    "SELECT n.id, n.name, n.address, n.topology, n.gpu_model, n.gpu_count, n.up,"
 	    " n.drain, coalesce(g.mask, 0), g.node_id IS NOT NULL, n.fabric_fault <> ''"
 	    " FROM nodes n LEFT JOIN (SELECT node_id, bit_or(CASE WHEN healthy AND idx < 64"
@@ -91,7 +92,7 @@ static const char *const snap_sql[8] = {
 	    "SELECT r.id, r.job_id, j.tenant_id, j.user_name, j.priority_class_id, r.nodes,"
 	    " r.gpus_per_node, r.time_limit,"
 	    " extract(epoch FROM coalesce(r.started_at, r.created_at))::bigint,"
-	    " r.state = 'STOPPING', coalesce(j.min_nodes, 0)"
+	    " r.state = 'STOPPING', coalesce(j.min_nodes, 0), coalesce(r.predicted_runtime, 0)"
 	    " FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.live ORDER BY r.id",
 	    "SELECT id, tenant_id, user_name, gpu_model, topology_required,"
 	    " topology_preferred, dependencies::text, pending_reason, pending_message,"
@@ -107,11 +108,13 @@ static const char *const snap_sql[8] = {
 	    " ORDER BY id",
 	    "SELECT tenant_id, user_name, CASE WHEN %d > 0 THEN value * power(0.5,"
 	    " greatest(0, extract(epoch FROM now() - updated_at)) / %d) ELSE value END"
-	    " FROM usage_decayed ORDER BY tenant_id, user_name"
+	    " FROM usage_decayed ORDER BY tenant_id, user_name",
+	    "SELECT tenant_id, user_name, least(cardinality(recent), 2), coalesce(recent[1], 0),"
+	    " coalesce(recent[2], 0) FROM user_runtimes ORDER BY tenant_id, user_name"
 };
 
 struct batch {
-	PGresult *res[8];
+	PGresult *res[SNAP_NSQL];
 	int next, n;
 };
 
@@ -125,7 +128,7 @@ static int batch_run(PGconn *c, struct batch *b, int half_life, struct mu_error 
 
 	memset(b, 0, sizeof(*b));
 	snprintf(usage, sizeof(usage), snap_sql[7], half_life, half_life);
-	for (int i = 0; i < 8; i++) {
+	for (int i = 0; i < SNAP_NSQL; i++) {
 		const char *q = i == 7 ? usage : snap_sql[i];
 		size_t n = strlen(q);
 		all = mu_grow(all, &cap, len + n + 3, 1);
@@ -142,12 +145,12 @@ static int batch_run(PGconn *c, struct batch *b, int half_life, struct mu_error 
 		int rc = store_db_check(c, r, err);
 		if (rc && !ret)
 			ret = rc;
-		if (rc || b->n >= 8)
+		if (rc || b->n >= SNAP_NSQL)
 			PQclear(r);
 		else
 			b->res[b->n++] = r;
 	}
-	if (!ret && b->n != 8)
+	if (!ret && b->n != SNAP_NSQL)
 		ret = mu_error_set(err, MU_EINTERNAL, "", "snapshot batch returned %d results", b->n);
 out:
 	mu_free(all);
@@ -245,6 +248,7 @@ static int load_runs(PGconn *c, struct batch *b, struct store_sched_snap *s, str
 		x->start = getl(r, row, 8);
 		x->stopping = store_db_get_bool(r, row, 9);
 		x->min_nodes = geti(r, row, 10);
+		x->predicted_runtime = geti(r, row, 11);
 		if (x->min_nodes >= x->nodes)
 			x->min_nodes = 0; /* not elastic (any more): it cannot lose a node */
 		/* Both lists are sorted by run id: merge. */
@@ -346,6 +350,18 @@ static int load_policy(PGconn *c, struct batch *b, struct store_sched_snap *s, s
 	store_db_clear(r);
 	r = NULL;
 
+	ret = take(b, &r, err);
+	if (ret)
+		goto out;
+	s->nruntimes = (size_t)store_db_nrows(r);
+	s->runtimes = mu_arena_alloc(a, s->nruntimes * sizeof(*s->runtimes) + 1);
+	for (size_t i = 0; i < s->nruntimes; i++)
+		s->runtimes[i] = (struct store_sched_runtime){ getl(r, (int)i, 0), dup(a, r, (int)i, 1),
+							       geti(r, (int)i, 2),
+							       { geti(r, (int)i, 3), geti(r, (int)i, 4) } };
+	store_db_clear(r);
+	r = NULL;
+
 	/* States of the jobs that pending jobs depend on: ids from the loaded
 	 * dependency texts, one indexed lookup (most clusters have few). */
 	{
@@ -436,9 +452,10 @@ static int cmp_i64(const void *x, const void *y)
 static int apply_starts(PGconn *c, int64_t epoch, const struct store_sched_decisions *d, int *started,
 			struct mu_error *err)
 {
-	struct sbuf jobs = { 0 }, nn = { 0 }, gpn = { 0 }, runs = { 0 }, node = { 0 }, rank = { 0 }, gpu = { 0 };
+	struct sbuf jobs = { 0 }, nn = { 0 }, gpn = { 0 }, pr = { 0 }, runs = { 0 }, node = { 0 }, rank = { 0 },
+		    gpu = { 0 };
 	char ep[32];
-	const char *p[4];
+	const char *p[5];
 	PGresult *r = NULL;
 	int64_t *job_sorted = NULL, *nodes = NULL;
 	size_t nnodes = 0, cap = 0;
@@ -448,38 +465,43 @@ static int apply_starts(PGconn *c, int64_t epoch, const struct store_sched_decis
 	sb_open(&jobs);
 	sb_open(&nn);
 	sb_open(&gpn);
+	sb_open(&pr);
 	for (size_t i = 0; i < d->nstarts; i++) {
 		sb_int(&jobs, d->starts[i].job_id);
 		sb_int(&nn, d->starts[i].nnodes);
 		sb_int(&gpn, d->starts[i].gpus_per_node);
+		sb_int(&pr, d->starts[i].predicted_runtime);
 	}
 	sb_close(&jobs);
 	sb_close(&nn);
 	sb_close(&gpn);
+	sb_close(&pr);
 	p[0] = ep;
 	p[1] = jobs.p;
 	p[2] = nn.p;
 	p[3] = gpn.p;
+	p[4] = pr.p;
 	/* Jobs first, row-locked and re-checked: a job cancelled or held since
 	 * the snapshot was read is skipped, and gets no run. */
 	ret = store_db_exec(c,
-			    "WITH s AS (SELECT * FROM unnest($2::bigint[], $3::int[], $4::int[])"
-			    "   AS s(job_id, nnodes, gpn)),"
+			    "WITH s AS (SELECT * FROM unnest($2::bigint[], $3::int[], $4::int[], $5::int[])"
+			    "   AS s(job_id, nnodes, gpn, pr)),"
 			    " j AS (UPDATE jobs SET state = 'STARTING', started_at = now(), ended_at = NULL,"
 			    "   pending_reason = '', pending_message = '', planned_start = NULL, updated_at = now()"
 			    "   FROM s WHERE jobs.id = s.job_id AND jobs.state = 'PENDING' AND NOT jobs.held"
 			    "   RETURNING jobs.id, jobs.tenant_id, jobs.time_limit, jobs.priority_class_id),"
 			    " r AS (INSERT INTO runs (job_id, attempt, epoch, nodes, gpus_per_node, time_limit,"
-			    "     grace_period)"
+			    "     grace_period, predicted_runtime)"
 			    "   SELECT s.job_id, coalesce((SELECT max(x.attempt) FROM runs x WHERE x.job_id = s.job_id),"
 			    "     0) + 1, $1::bigint, s.nnodes, s.gpn, j.time_limit,"
-			    "     (SELECT pc.grace_period FROM priority_classes pc WHERE pc.id = j.priority_class_id)"
+			    "     (SELECT pc.grace_period FROM priority_classes pc WHERE pc.id = j.priority_class_id),"
+			    "     CASE WHEN s.pr > 0 AND s.pr < j.time_limit THEN s.pr END"
 			    "   FROM s JOIN j ON j.id = s.job_id RETURNING id, job_id, attempt),"
 			    " ev AS (INSERT INTO events (kind, tenant_id, job_id, run_id, reason, data)"
 			    "   SELECT 'job.starting', j.tenant_id, r.job_id, r.id, 'scheduled',"
 			    "   jsonb_build_object('epoch', $1::bigint, 'attempt', r.attempt) FROM r JOIN j ON j.id = r.job_id)"
 			    " SELECT job_id, id FROM r",
-			    4, p, &r, err);
+			    5, p, &r, err);
 	if (ret)
 		goto out;
 	*started += store_db_nrows(r);
@@ -558,6 +580,7 @@ out:
 	mu_free(jobs.p);
 	mu_free(nn.p);
 	mu_free(gpn.p);
+	mu_free(pr.p);
 	mu_free(runs.p);
 	mu_free(node.p);
 	mu_free(rank.p);

@@ -89,9 +89,9 @@ int main(int argc, char **argv)
 	}
 	int ntenants = 21, nusers = 200;
 	struct sched_tenant *tenants = calloc((size_t)ntenants, sizeof(*tenants));
-	tenants[0] = (struct sched_tenant){ "root", -1, 1, 0, 0, -1, -1 };
+	tenants[0] = (struct sched_tenant){ "root", -1, 1, 0, 0, -1, -1, 0, NULL };
 	for (int t = 1; t < ntenants; t++)
-		tenants[t] = (struct sched_tenant){ "t", t <= 4 ? 0 : 1 + (t % 4), 1 + t % 3, 0, 0, -1, -1 };
+		tenants[t] = (struct sched_tenant){ "t", t <= 4 ? 0 : 1 + (t % 4), 1 + t % 3, 0, 0, -1, -1, 0, NULL };
 	struct sched_user *users = calloc((size_t)nusers, sizeof(*users));
 	for (int u = 0; u < nusers; u++)
 		users[u] = (struct sched_user){ "u", 5 + u % 16, 1, (double)pick(1000000), 2, { 1000 + pick(5000), 2000 } };

@@ -3,7 +3,7 @@
 
   bench_scheduler.py latency  [--jobs 300]          submit -> assigned on an idle 100 x 8 cluster
   bench_scheduler.py failover [--rounds 5]          kill -9 of the leader -> first decision of the new one
-  bench_scheduler.py cycle    [--nodes 10000 --pending 100000 --running 50000]
+  bench_scheduler.py cycle    [--nodes 10000 --pending 100000 --running 50000] [--promises]
                                                     one full cycle (load + core + commit) at scale
 
 Each starts its own PostgreSQL (tests/integration/harness.py) and real
@@ -159,6 +159,13 @@ def bench_cycle(args):
         pg.query("INSERT INTO jobs (tenant_id, user_name, priority_class_id, nodes, gpus_per_node,"
                  " gpu_model, time_limit, command) SELECT 1, 'u' || (i %% 50), 2, 1 + (i %% 3 = 0)::int,"
                  " %d, 'h100', 3600, '[\"x\"]' FROM generate_series(1, %d) i" % (need, P))
+        if args.promises:
+            # Exercise quota limits (tenant-wide and per model, never reached)
+            # and runtime prediction (every user has a history).
+            pg.query("INSERT INTO quotas (tenant_id, gpu_model, guaranteed_gpus, max_gpus)"
+                     " VALUES (1, '', 0, 1000000), (1, 'h100', 0, 1000000)")
+            pg.query("INSERT INTO user_runtimes (tenant_id, user_name, recent)"
+                     " SELECT 1, 'u' || i, ARRAY[600 + i, 900 + i] FROM generate_series(0, 49) i")
         pg.query("ANALYZE")
         print("setup: %d nodes x 8 GPUs, %d running runs, %d pending (%d GPUs each) in %.1f s"
               % (N, R, P, need, time.monotonic() - t0))
@@ -192,6 +199,8 @@ def main():
     a.add_argument("--pending", type=int, default=100000)
     a.add_argument("--running", type=int, default=50000)
     a.add_argument("--cycles", type=int, default=3)
+    a.add_argument("--promises", action="store_true",
+                   help="add never-reached quotas (tenant-wide and per model) and user run-time histories")
     args = ap.parse_args()
     {"latency": bench_latency, "failover": bench_failover, "cycle": bench_cycle}[args.what](args)
 

@@ -494,6 +494,7 @@ static int setup(struct cyc *c)
 
 static void teardown(struct cyc *c)
 {
+	sched__quota_release(c);
 	if (c->inc) {
 		sched__inc_end(c);
 	} else {
@@ -760,6 +761,7 @@ static void commit_start(struct cyc *c, size_t ji, const struct sched_alloc *a, 
 	}
 	sched__add_crel_n(c, c->now + runtime, a, na, -1);
 	tenant_add(c, j->tenant, (int64_t)na * j->gpus_per_node, 1);
+	sched__quota_started(c, j, a, na, c->now + runtime);
 }
 
 static void commit_reservation(struct cyc *c, size_t ji, int64_t start, int64_t end,
@@ -778,6 +780,7 @@ static void commit_reservation(struct cyc *c, size_t ji, int64_t start, int64_t 
 	r->alloc = copy_alloc(d, a, na);
 	for (size_t k = 0; k < na; k++)
 		sched__add_resv(c, a[k].node, a[k].gpus, start, end);
+	sched__quota_reserved(c, &c->s->jobs[ji], start, end, a, na);
 }
 
 static void add_fail(struct cyc *c, size_t ji, const char *msg)
@@ -863,24 +866,107 @@ static void node_failures(struct cyc *c)
 	}
 }
 
-static bool try_start_now(struct cyc *c, size_t ji, const struct req *q0, int qmax, int64_t runtime)
+static bool place_now(struct cyc *c, size_t ji, const struct req *q, int64_t runtime, bool *held, char *hmsg)
 {
-	struct req q = *q0;
-	if (qmax < q.nmax)
-		q.nmax = qmax;
-	if (q.nmax < q.nmin)
+	size_t na;
+	if (sched__nodes_ge(c, q->model, q->g) < q->nmin)
 		return false;
-	if (sched__nodes_ge(c, q.model, q.g) < q.nmin)
+	if (sched__cache_failed(c, q, runtime))
 		return false;
-	if (sched__cache_failed(c, &q, runtime))
-		return false;
-	size_t na = sched__place(c, &q, c->freemask, c->now, c->now + runtime, PLACE_NOW, c->sc_alloc);
+	na = sched__place(c, q, c->freemask, c->now, c->now + runtime, PLACE_NOW, c->sc_alloc);
 	if (!na) {
-		sched__cache_fail(c, &q, runtime);
+		sched__cache_fail(c, q, runtime);
 		return false;
 	}
+	if (q->model == -1 && sched__quota_split(c, c->s->jobs[ji].tenant) &&
+	    !sched__quota_fits(c, &c->s->jobs[ji], c->sc_alloc, na, c->now + runtime, held, hmsg, 160))
+		return false;
 	commit_start(c, ji, c->sc_alloc, na, runtime);
 	return true;
+}
+
+/*
+ * Starts job ji now if it fits. *held (with hmsg, 160 bytes) says that what
+ * kept it was quota that a reservation holds or a per-model limit of the
+ * GPUs its placement found. A job without gpu_model whose tenant has
+ * per-model max_gpus is placed anywhere first, then, when that placement
+ * breaks a per-model limit, on one model at a time (in node order).
+ */
+static bool try_start_now(struct cyc *c, size_t ji, const struct req *q0, int qmax, int64_t runtime, bool *held,
+                          char *hmsg)
+{
+	const struct sched_job *j = &c->s->jobs[ji];
+	struct req q = *q0;
+	bool split = false;
+	*held = false;
+	if (qmax < q.nmax)
+		q.nmax = qmax;
+	if (c->quota) {
+		q.nmax = sched__quota_cap(c, j, q.model, runtime, q.nmax, held, hmsg, 160);
+		split = q.model == -1 && sched__quota_split(c, j->tenant);
+	}
+	if (q.nmax < q.nmin)
+		return false;
+	*held = false; /* the quota left it room: what follows is about GPUs */
+	if (place_now(c, ji, &q, runtime, held, hmsg))
+		return true;
+	for (int m = 0; split && m < c->nmodels; m++) {
+		struct req qm = q;
+		bool h = false;
+		qm.model = m;
+		qm.nmax = sched__quota_cap(c, j, m, runtime, q.nmax, &h, hmsg, 160);
+		if (c->maxk[m] < q.g)
+			continue;
+		if (qm.nmax < qm.nmin) {
+			*held |= h;
+			continue;
+		}
+		if (place_now(c, ji, &qm, runtime, &h, hmsg))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The earliest start of a reservation for job ji that its quotas allow at
+ * that time (placement in c->sc_alloc, *na), or SCHED_NEVER; *quota says
+ * quota, not resources, kept it (message in qmsg, 160 bytes).
+ */
+static int64_t reserve_at(struct cyc *c, size_t ji, const struct req *rq, int64_t rt, size_t *na, bool *quota,
+                          char *qmsg)
+{
+	const struct sched_job *j = &c->s->jobs[ji];
+	int64_t t = sched__earliest(c, rq, rt, c->sc_alloc, na);
+	*quota = false;
+	if (t == SCHED_NEVER || !c->quota || sched__quota_reserve_ok(c, j, t, t + rt, c->sc_alloc, *na, qmsg, 160))
+		return t;
+	*quota = true;
+	if (rq->model != -1 || !sched__quota_split(c, j->tenant))
+		return SCHED_NEVER;
+	int64_t best = SCHED_NEVER;
+	size_t bn = 0;
+	struct sched_alloc *keep = sched__xmalloc((c->nn + 1) * sizeof(*keep));
+	for (int m = 0; m < c->nmodels; m++) {
+		struct req r2 = *rq;
+		size_t n2 = 0;
+		r2.model = m;
+		if (c->maxk[m] < rq->g)
+			continue;
+		int64_t t2 = sched__earliest(c, &r2, rt, c->sc_alloc, &n2);
+		if (t2 != SCHED_NEVER && t2 < best &&
+		    sched__quota_reserve_ok(c, j, t2, t2 + rt, c->sc_alloc, n2, qmsg, 160)) {
+			best = t2;
+			bn = n2;
+			memcpy(keep, c->sc_alloc, n2 * sizeof(*keep));
+		}
+	}
+	if (best != SCHED_NEVER) {
+		memcpy(c->sc_alloc, keep, bn * sizeof(*keep));
+		*na = bn;
+		*quota = false;
+	}
+	free(keep);
+	return best;
 }
 
 static void describe_shape(const struct cyc *c, const struct sched_job *j, char *buf, size_t len)
@@ -975,6 +1061,14 @@ static bool admissible(struct cyc *c, size_t ji, const struct req *q, int *qmax,
 	enum sched_reason why = SCHED_REASON_NONE;
 	int who = 0;
 	*qmax = quota_nodes(c, pj, q->nmin, q->nmax, &why, &who);
+	if (*qmax > 0 && c->quota) {
+		*qmax = sched__quota_admit(c, pj, q, *qmax, c->pv_msg, sizeof(c->pv_msg));
+		if (*qmax < q->nmin) {
+			c->pv_reason = SCHED_REASON_QUOTA_MAX;
+			*qmax = 0;
+			return false;
+		}
+	}
 	if (*qmax == 0) {
 		const struct sched_tenant *t = &c->s->tenants[who];
 		c->pv_reason = why;
@@ -992,6 +1086,62 @@ static bool admissible(struct cyc *c, size_t ji, const struct req *q, int *qmax,
 static void finish_verdict(struct cyc *c, size_t ji)
 {
 	verdict(c, ji, c->pv_reason, SCHED_NEVER, "%s", c->pv_msg);
+}
+
+/*
+ * Job ji is over max_gpus now (verdict in c->pv_msg). When resources would
+ * keep it waiting anyway, it is reserved for a time its quota allows (the
+ * same tenant's shorter jobs may hold the quota for a while); when GPUs are
+ * free now, it holds the quota from the next time its limits leave room.
+ * Either way later jobs of its subtree cannot take that quota from it.
+ * Returns true when it did one of the two (and set the verdict).
+ */
+static bool reserve_over_quota(struct cyc *c, size_t ji, const struct req *q, int64_t rt)
+{
+	const struct sched_job *j = &c->s->jobs[ji];
+	struct req rq = *q;
+	size_t na = 0;
+	bool qheld = false;
+	char qmsg[160], buf[64];
+	rq.nmax = rq.nmin;
+	int64_t t = reserve_at(c, ji, &rq, rt, &na, &qheld, qmsg);
+	if (t != SCHED_NEVER) {
+		commit_reservation(c, ji, t, t + rt, c->sc_alloc, na);
+		fmt_time(buf, c->s->settings.quiet ? 0 : sizeof(buf), c->now, t);
+		verdict(c, ji, SCHED_REASON_RESERVATION, t, "reserved to start at %s, when its quota allows", buf);
+		return true;
+	}
+	t = sched__quota_room_at(c, j, q->model, q->nmin);
+	if (t == SCHED_NEVER || t <= c->now)
+		return false;
+	sched__quota_hold(c, j, t, t + rt, q->model, q->nmin);
+	verdict(c, ji, SCHED_REASON_QUOTA_MAX, SCHED_NEVER, "%.100s; held for it from t=%lld", c->pv_msg, (long long)t);
+	return true;
+}
+
+/*
+ * Preemption for job ji within its per-model limits: a job without
+ * gpu_model whose tenant has per-model max_gpus preempts for one model at a
+ * time (in node order) that its limits leave room on, so that it never
+ * stops runs to take GPUs its quota would not let it start on.
+ */
+static bool try_preempt_quota(struct cyc *c, size_t ji, const struct req *q, int64_t rt)
+{
+	const struct sched_job *j = &c->s->jobs[ji];
+	if (q->model != -1 || !sched__quota_split(c, j->tenant))
+		return try_preempt(c, ji, q, rt);
+	for (int m = 0; m < c->nmodels; m++) {
+		struct req qm = *q;
+		bool held = false;
+		char msg[160];
+		qm.model = m;
+		qm.nmax = sched__quota_cap(c, j, m, rt, q->nmax, &held, msg, sizeof(msg));
+		if (c->maxk[m] < q->g || qm.nmax < qm.nmin)
+			continue;
+		if (try_preempt(c, ji, &qm, rt))
+			return true;
+	}
+	return false;
 }
 
 static void run_jobs(struct cyc *c)
@@ -1024,6 +1174,11 @@ static void run_jobs(struct cyc *c)
 		req_of(c, j, &q);
 		c->d->verdicts[ji].priority = c->prio[ji];
 		if (!admissible(c, ji, &q, &qmax, false)) {
+			if (c->pv_reason == SCHED_REASON_QUOTA_MAX && c->quota && nres < depth && !blocked &&
+			    reserve_over_quota(c, ji, &q, rt)) {
+				nres++;
+				continue;
+			}
 			finish_verdict(c, ji);
 			continue;
 		}
@@ -1031,23 +1186,27 @@ static void run_jobs(struct cyc *c)
 			verdict(c, ji, SCHED_REASON_PRIORITY, SCHED_NEVER, "waits behind a blocked job (strict order)");
 			continue;
 		}
-		if (try_start_now(c, ji, &q, qmax, rt)) {
+		bool held = false;
+		char hmsg[160];
+		if (try_start_now(c, ji, &q, qmax, rt, &held, hmsg)) {
 			verdict(c, ji, SCHED_REASON_NONE, c->now, "starts now");
 			continue;
 		}
 		blocked = s->settings.no_backfill;
 		if (s->settings.preemption && attempts > 0 &&
 		    (j->priority > c->min_preempt_prio || j->priority > c->min_stopping_prio ||
-		     c->s->tenants[j->tenant].guaranteed_gpus > 0)) {
+		     sched__quota_guaranteed(c, j->tenant))) {
 			attempts--;
-			if (try_preempt(c, ji, &q, rt))
+			if (try_preempt_quota(c, ji, &q, rt))
 				continue;
 		}
 		if (nres < depth) {
 			struct req rq = q;
 			rq.nmax = rq.nmin; /* an elastic gang is planned at its minimum */
 			size_t na = 0;
-			int64_t t = sched__earliest(c, &rq, rt, c->sc_alloc, &na);
+			bool qheld = false;
+			char qmsg[160];
+			int64_t t = reserve_at(c, ji, &rq, rt, &na, &qheld, qmsg);
 			if (t != SCHED_NEVER) {
 				nres++;
 				commit_reservation(c, ji, t, t + rt, c->sc_alloc, na);
@@ -1055,6 +1214,14 @@ static void run_jobs(struct cyc *c)
 				verdict(c, ji, SCHED_REASON_RESERVATION, t, "reserved to start at %s", buf);
 				continue;
 			}
+			if (qheld && !held) {
+				verdict(c, ji, SCHED_REASON_QUOTA_MAX, SCHED_NEVER, "%s", qmsg);
+				continue;
+			}
+		}
+		if (held) {
+			verdict(c, ji, SCHED_REASON_QUOTA_MAX, SCHED_NEVER, "%s", hmsg);
+			continue;
 		}
 		if (sched__nodes_ge(c, q.model, q.g) >= q.nmin)
 			verdict(c, ji, SCHED_REASON_PRIORITY, SCHED_NEVER,
@@ -1142,6 +1309,7 @@ static int cycle(const struct sched_snapshot *s, struct sched_decisions *out, co
 	}
 	out->nverdicts = s->njobs;
 	setup(&c);
+	sched__quota_setup(&c);
 	compute_order(&c);
 	node_failures(&c);
 	run_jobs(&c);
@@ -1159,11 +1327,20 @@ static int cycle(const struct sched_snapshot *s, struct sched_decisions *out, co
 			struct req rq = q;
 			if (qmax < rq.nmax)
 				rq.nmax = qmax;
-			int64_t t = sched__earliest(&c, &rq, sched_job_runtime(s, probe), c.sc_alloc, &na);
+			int64_t rt = sched_job_runtime(s, probe);
+			int64_t t = sched__earliest(&c, &rq, rt, c.sc_alloc, &na);
+			char qmsg[160];
 			*probe_start = t;
 			*probe_reason = t == s->now ? SCHED_REASON_NONE
 			                : t == SCHED_NEVER ? SCHED_REASON_RESOURCES : SCHED_REASON_RESERVATION;
-			if (probe_msg) {
+			if (t != SCHED_NEVER && c.quota &&
+			    !sched__quota_reserve_ok(&c, probe, t, t + rt, c.sc_alloc, na, qmsg, sizeof(qmsg))) {
+				/* Its quota, counting the reservations' share, has no room then. */
+				*probe_start = SCHED_NEVER;
+				*probe_reason = SCHED_REASON_QUOTA_MAX;
+				if (probe_msg)
+					snprintf(probe_msg, 160, "%s", qmsg);
+			} else if (probe_msg) {
 				char buf[64];
 				fmt_time(buf, sizeof(buf), s->now, t);
 				if (t == s->now)

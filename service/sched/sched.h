@@ -141,6 +141,17 @@ struct sched_job {
 	const struct sched_dep *deps; /* borrowed */
 };
 
+/*
+ * A tenant's quota for one GPU model (a quotas row with a gpu_model). The
+ * GPUs it counts are those on nodes of that model, whatever model the job
+ * asked for (a job without gpu_model that lands on the model counts too).
+ */
+struct sched_model_quota {
+	const char *gpu_model;  /* borrowed; compared with nodes' gpu_model */
+	int guaranteed_gpus;    /* 0 = none: GPUs of the model beyond it are borrowed */
+	int max_gpus;           /* -1 = no limit; counts the whole subtree's GPUs of the model */
+};
+
 struct sched_tenant {
 	const char *name;       /* borrowed */
 	int parent;             /* index; -1 only for index 0, the root */
@@ -149,6 +160,8 @@ struct sched_tenant {
 	int guaranteed_gpus;    /* 0 = none */
 	int max_gpus;           /* -1 = no limit; counts the whole subtree */
 	int max_running_jobs;   /* -1 = no limit; counts the whole subtree */
+	size_t nmodel_quotas;   /* per-GPU-model quotas, at most one per model */
+	const struct sched_model_quota *model_quotas; /* borrowed */
 };
 
 struct sched_user {

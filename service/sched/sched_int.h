@@ -210,6 +210,7 @@ struct cyc {
 	/* the last verdict computed by admissible() */
 	enum sched_reason pv_reason;
 	char pv_msg[160];
+	struct qstate *quota;           /* sched_quota.c; NULL: no max_gpus or per-model quota anywhere */
 };
 
 enum place_mode { PLACE_NOW, PLACE_LATER };
@@ -288,6 +289,33 @@ int sched__leaf_cmp(const void *a, const void *b);
 uint64_t sched__take_bits(uint64_t pref, uint64_t all, int g);
 bool sched__cache_get(struct ctab *t, int kind, const struct req *q, int64_t *value);
 struct centry *sched__cache_put(struct ctab *t, int kind, const struct req *q);
+
+/*
+ * sched_quota.c: per-GPU-model quotas and the quota reservations hold. All
+ * are no-ops (or say "fits") while c->quota is NULL. Messages go to msg.
+ */
+void sched__quota_setup(struct cyc *c);
+void sched__quota_release(struct cyc *c);
+bool sched__quota_split(const struct cyc *c, int tenant); /* model-less jobs must be checked per model */
+int sched__quota_admit(const struct cyc *c, const struct sched_job *j, const struct req *q, int nmax, char *msg,
+                       size_t len);
+int sched__quota_cap(const struct cyc *c, const struct sched_job *j, int model, int64_t rt, int nmax, bool *held,
+                     char *msg, size_t len);
+bool sched__quota_fits(const struct cyc *c, const struct sched_job *j, const struct sched_alloc *a, size_t na,
+                       int64_t end, bool *held, char *msg, size_t len);
+void sched__quota_started(struct cyc *c, const struct sched_job *j, const struct sched_alloc *a, size_t na,
+                          int64_t end);
+bool sched__quota_reserve_ok(struct cyc *c, const struct sched_job *j, int64_t start, int64_t end,
+                             const struct sched_alloc *a, size_t na, char *msg, size_t len);
+void sched__quota_reserved(struct cyc *c, const struct sched_job *j, int64_t start, int64_t end,
+                           const struct sched_alloc *a, size_t na);
+/* The earliest time (>= now, among the next releases) its limits have room for job j's minimum on
+ * `model` (-1: counted on all-model limits only), or SCHED_NEVER; then hold that quota from it. */
+int64_t sched__quota_room_at(struct cyc *c, const struct sched_job *j, int model, int nmin);
+void sched__quota_hold(struct cyc *c, const struct sched_job *j, int64_t start, int64_t end, int model, int nmin);
+bool sched__quota_guaranteed(const struct cyc *c, int tenant);
+bool sched__reclaims(const struct cyc *c, const struct sched_job *j, const struct req *q, int64_t need);
+bool sched__borrower(const struct cyc *c, int tenant, const struct req *q);
 
 bool sched__choose_victims(struct cyc *c, const struct sched_job *j, const struct req *q, int64_t rt,
                            enum sched_preempt_reason *why);

@@ -792,9 +792,8 @@ bool sched__choose_victims(struct cyc *c, const struct sched_job *j, const struc
                            enum sched_preempt_reason *why)
 {
 	const struct sched_snapshot *s = c->s;
-	const struct sched_tenant *jt = &s->tenants[j->tenant];
 	int64_t need = (int64_t)q->nmin * q->g;
-	bool reclaim = jt->guaranteed_gpus > 0 && c->tgpus[j->tenant] + need <= jt->guaranteed_gpus;
+	bool reclaim = sched__reclaims(c, j, q, need);
 	struct vcand *v = sched__xmalloc((s->nruns + 1) * sizeof(*v));
 	size_t nv = 0;
 	bool ok = false;
@@ -825,7 +824,7 @@ bool sched__choose_victims(struct cyc *c, const struct sched_job *j, const struc
 		bool lower = r->priority < j->priority;
 		bool borrower = reclaim && !ancestor_or_self(c, r->tenant, j->tenant) &&
 		                !ancestor_or_self(c, j->tenant, r->tenant) &&
-		                c->tgpus[r->tenant] > s->tenants[r->tenant].guaranteed_gpus;
+		                sched__borrower(c, r->tenant, q);
 		if (!lower && !borrower)
 			continue;
 		bool useful = false;

@@ -270,13 +270,26 @@ int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_sna
 		t->max_gpus = -1;
 		t->max_running_jobs = -1;
 	}
-	for (size_t i = 0; i < db->nquotas; i++) {
-		int t = lookup(p->tenants, db->ntenants, db->quotas[i].tenant_id);
-		if (t < 0 || db->quotas[i].gpu_model[0])
-			continue; /* per-model quotas: not modelled by the core yet */
-		s->tenants[t].guaranteed_gpus = db->quotas[i].guaranteed_gpus;
-		s->tenants[t].max_gpus = db->quotas[i].max_gpus;
-		s->tenants[t].max_running_jobs = db->quotas[i].max_running_jobs;
+	/* Quotas come ordered by tenant, then model: a tenant's per-model rows
+	 * are consecutive and become one slice of model_quotas. */
+	s->model_quotas = mu_calloc(db->nquotas + 1, sizeof(*s->model_quotas));
+	for (size_t i = 0, nm = 0; i < db->nquotas; i++) {
+		const struct store_sched_quota *dq = &db->quotas[i];
+		int t = lookup(p->tenants, db->ntenants, dq->tenant_id);
+		if (t < 0)
+			continue;
+		if (dq->gpu_model[0]) {
+			struct sched_tenant *x = &s->tenants[t];
+			if (!x->nmodel_quotas)
+				x->model_quotas = &s->model_quotas[nm];
+			s->model_quotas[nm++] = (struct sched_model_quota){ dq->gpu_model, dq->guaranteed_gpus,
+									    dq->max_gpus };
+			x->nmodel_quotas++;
+			continue;
+		}
+		s->tenants[t].guaranteed_gpus = dq->guaranteed_gpus;
+		s->tenants[t].max_gpus = dq->max_gpus;
+		s->tenants[t].max_running_jobs = dq->max_running_jobs;
 	}
 	c->tenants = s->tenants;
 
@@ -318,6 +331,17 @@ int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_sna
 		int u = scheduler_snap_user(s, t, db->usage[i].user);
 		if (u >= 0)
 			s->users[u].usage += db->usage[i].value;
+	}
+	/* Recent actual run times: what the core predicts runtimes from. */
+	for (size_t i = 0; i < db->nruntimes; i++) {
+		const struct store_sched_runtime *rt = &db->runtimes[i];
+		int t = lookup(p->tenants, db->ntenants, rt->tenant_id);
+		int u = t < 0 ? -1 : scheduler_snap_user(s, t, rt->user);
+		if (u < 0)
+			continue;
+		s->users[u].nrecent = rt->n < 2 ? (rt->n > 0 ? rt->n : 0) : 2;
+		s->users[u].recent_runtime[0] = rt->recent[0];
+		s->users[u].recent_runtime[1] = rt->recent[1];
 	}
 	c->nusers = nu;
 	c->users = s->users;
@@ -367,6 +391,8 @@ int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_sna
 			r->start = dr->start;
 			r->time_limit = dr->time_limit;
 			r->min_nodes = dr->min_nodes;
+			/* Planned at its prediction while it lasts; past it, at its limit. */
+			r->predicted_end = dr->predicted_runtime > 0 ? dr->start + dr->predicted_runtime : 0;
 			for (size_t k = dr->alloc_first; k < dr->alloc_first + dr->alloc_count; k++) {
 				const struct store_sched_alloc *a = &db->allocs[k];
 				int node = lookup(p->nodes, db->nnodes, a->node_id);
@@ -444,6 +470,7 @@ void scheduler_snap_release(struct scheduler_snap *s)
 	mu_free(s->jobs);
 	mu_free(s->deps);
 	mu_free(s->tenants);
+	mu_free(s->model_quotas);
 	mu_free(s->users);
 	memset(s, 0, sizeof(*s));
 }
@@ -479,6 +506,9 @@ void scheduler_decisions_from_core(const struct scheduler_snap *s, const struct 
 		x->job_id = st->job_id;
 		x->nnodes = (int)st->nalloc;
 		x->gpus_per_node = dj->gpus_per_node;
+		x->predicted_runtime = 0;
+		if (s->core.settings.predict && st->planned_end - s->core.now < dj->time_limit)
+			x->predicted_runtime = (int)(st->planned_end - s->core.now);
 		x->node_ids = &o->node_ids[nnode_ids];
 		x->gpus = &o->gpus[ngpus];
 		for (size_t k = 0; k < st->nalloc && ok; k++) {

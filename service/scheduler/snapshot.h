@@ -27,6 +27,7 @@ struct scheduler_snap {
 	struct sched_job *jobs;
 	struct sched_dep *deps;
 	struct sched_tenant *tenants;
+	struct sched_model_quota *model_quotas; /* per-model quota rows, sliced per tenant */
 	struct sched_user *users;
 	void *priv;                          /* id -> index maps */
 };

@@ -24,7 +24,7 @@ static void add_class(struct sim_cluster *c, const char *name, int prio, bool pr
 static int add_tenant(struct sim_cluster *c, const char *name, int parent, double shares)
 {
 	c->tenants = mu_grow(c->tenants, &c->cap_tenants, c->ntenants + 1, sizeof(*c->tenants));
-	c->tenants[c->ntenants] = (struct sched_tenant){ keep(c, name), parent, shares, 0, 0, -1, -1 };
+	c->tenants[c->ntenants] = (struct sched_tenant){ keep(c, name), parent, shares, 0, 0, -1, -1, 0, NULL };
 	return (int)c->ntenants++;
 }
 

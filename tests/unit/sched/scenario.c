@@ -34,6 +34,8 @@ static char job_models[MAXN][32];
 static size_t njobs;
 static struct sched_tenant tenants[256];
 static char tenant_names[256][32];
+static struct sched_model_quota model_quotas[256][8];
+static char quota_models[256][8][32];
 static size_t ntenants;
 static struct sched_user users[256];
 static char user_names[256][32];
@@ -394,6 +396,108 @@ static void parse_settings(char **kv, int nkv)
 
 static struct sched_decisions dec;
 
+static bool in_subtree(int a, int t)
+{
+	for (; t >= 0; t = tenants[t].parent)
+		if (t == a)
+			return true;
+	return false;
+}
+
+/* GPUs of an allocation on nodes of `model` (NULL: every model). */
+static long long gpus_on(const struct sched_alloc *a, size_t na, const char *model)
+{
+	long long g = 0;
+	for (size_t k = 0; k < na; k++)
+		if (!model || strcmp(nodes[a[k].node].gpu_model, model) == 0)
+			g += __builtin_popcountll(a[k].gpus);
+	return g;
+}
+
+/* Per-model max_gpus, over the subtree, on that model's nodes: only growth is checked. */
+static void check_model_quotas(void)
+{
+	for (size_t t = 0; t < ntenants; t++)
+		for (size_t k = 0; k < tenants[t].nmodel_quotas; k++) {
+			const struct sched_model_quota *m = &tenants[t].model_quotas[k];
+			long long before = 0, after;
+			if (m->max_gpus < 0)
+				continue;
+			for (size_t i = 0; i < nruns; i++)
+				if (in_subtree((int)t, runs[i].tenant))
+					before += gpus_on(runs[i].alloc, runs[i].nalloc, m->gpu_model);
+			after = before;
+			for (size_t i = 0; i < dec.nstarts; i++)
+				if (in_subtree((int)t, jobs[dec.starts[i].job].tenant))
+					after += gpus_on(dec.starts[i].alloc, dec.starts[i].nalloc, m->gpu_model);
+			if (after > m->max_gpus && after > before)
+				fail("rule: tenant %s would use %lld %s GPUs, max_gpus for it %d", tenant_names[t], after,
+				     m->gpu_model, m->max_gpus);
+		}
+}
+
+/* The core's planning end of a running run (docs/scheduling.md, "Backfill"). */
+static int64_t run_end(const struct sched_run *r)
+{
+	int64_t lim = r->start + (r->time_limit > 0 ? r->time_limit : 1), end = lim;
+	if (snap.settings.predict && r->predicted_end > snap.now && r->predicted_end < lim)
+		end = r->predicted_end;
+	if (r->stopping && snap.now + r->grace < end)
+		end = snap.now + r->grace;
+	for (size_t i = 0; i < dec.npreemptions; i++)
+		if (dec.preemptions[i].run_id == r->run_id && snap.now + r->grace < end)
+			end = snap.now + r->grace;
+	return end <= snap.now ? snap.now + 1 : end;
+}
+
+/* What a limit over subtree t on `model` counts at time x (runs, this cycle's starts, reservations). */
+static long long use_at(int t, const char *model, int64_t x, bool *started)
+{
+	long long u = 0;
+	*started = false;
+	for (size_t i = 0; i < nruns; i++)
+		if (in_subtree(t, runs[i].tenant) && run_end(&runs[i]) > x)
+			u += gpus_on(runs[i].alloc, runs[i].nalloc, model);
+	for (size_t i = 0; i < dec.nstarts; i++) {
+		const struct sched_start *st = &dec.starts[i];
+		long long g = gpus_on(st->alloc, st->nalloc, model);
+		if (in_subtree(t, jobs[st->job].tenant) && st->planned_end > x && g) {
+			u += g;
+			*started = true;
+		}
+	}
+	for (size_t i = 0; i < dec.nreservations; i++) {
+		const struct sched_reservation *y = &dec.reservations[i];
+		if (in_subtree(t, jobs[y->job].tenant) && y->start <= x && x < y->end)
+			u += gpus_on(y->alloc, y->nalloc, model);
+	}
+	return u;
+}
+
+/*
+ * A reservation holds its tenant's quota: at its planned start, no limit
+ * over its tenant is exceeded because of a job this cycle started.
+ */
+static void check_reserved_quota(void)
+{
+	for (size_t r = 0; r < dec.nreservations; r++) {
+		const struct sched_reservation *x = &dec.reservations[r];
+		for (int t = jobs[x->job].tenant; t >= 0; t = tenants[t].parent) {
+			bool started;
+			if (tenants[t].max_gpus >= 0 && use_at(t, NULL, x->start, &started) > tenants[t].max_gpus && started)
+				fail("rule: at job %" PRId64 "'s reserved start %" PRId64 " tenant %s would use %lld GPUs, max_gpus %d",
+				     x->job_id, x->start, tenant_names[t], use_at(t, NULL, x->start, &started), tenants[t].max_gpus);
+			for (size_t k = 0; k < tenants[t].nmodel_quotas; k++) {
+				const struct sched_model_quota *m = &tenants[t].model_quotas[k];
+				if (m->max_gpus >= 0 && use_at(t, m->gpu_model, x->start, &started) > m->max_gpus && started)
+					fail("rule: at job %" PRId64 "'s reserved start tenant %s would use %lld %s GPUs, max %d",
+					     x->job_id, tenant_names[t], use_at(t, m->gpu_model, x->start, &started), m->gpu_model,
+					     m->max_gpus);
+			}
+		}
+	}
+}
+
 static void check_rules(void)
 {
 	uint64_t *taken = calloc(nnodes + 1, sizeof(uint64_t));
@@ -464,6 +568,8 @@ static void check_rules(void)
 			fail("rule: tenant %s would run %lld jobs, max %d", tenant_names[t], tj[t],
 			     tenants[t].max_running_jobs);
 	}
+	check_model_quotas();
+	check_reserved_quota();
 	/* reservations never overlap one another on a GPU */
 	for (size_t a = 0; a < dec.nreservations; a++)
 		for (size_t b = a + 1; b < dec.nreservations; b++) {
@@ -722,6 +828,9 @@ static void expect(char **w, int nw)
 			fail("job %lld planned start should be %s, got %" PRId64, id, st, v->planned_start);
 		if (!v->message[0])
 			fail("job %lld has no message", id);
+		const char *msg = kv_get(w + 3, nw - 3, "message");
+		if (msg && !strstr(v->message, msg))
+			fail("job %lld message should mention \"%s\": %s", id, msg, v->message);
 	} else if (strcmp(what, "reserve") == 0) {
 		long long id = num(w[1]);
 		const struct sched_reservation *r = resv_of(id);
@@ -830,7 +939,7 @@ int main(int argc, char **argv)
 	snap.settings.order = SCHED_ORDER_FCFS;
 	snap.settings.reservation_depth = 1;
 	snap.settings.max_age = 604800;
-	tenants[0] = (struct sched_tenant){ "root", -1, 1, 0, 0, -1, -1 };
+	tenants[0] = (struct sched_tenant){ "root", -1, 1, 0, 0, -1, -1, 0, NULL };
 	copy(tenant_names[0], sizeof(tenant_names[0]), "root");
 	tenants[0].name = tenant_names[0];
 	ntenants = 1;
@@ -865,7 +974,7 @@ int main(int argc, char **argv)
 		} else if (strcmp(w[0], "tenant") == 0 && nw >= 2) {
 			struct sched_tenant *t = &tenants[ntenants];
 			copy(tenant_names[ntenants], sizeof(tenant_names[0]), w[1]);
-			*t = (struct sched_tenant){ tenant_names[ntenants], 0, 1, 0, 0, -1, -1 };
+			*t = (struct sched_tenant){ tenant_names[ntenants], 0, 1, 0, 0, -1, -1, 0, NULL };
 			for (int i = 2; i < nw; i++) {
 				char *v = strchr(w[i], '=');
 				if (!v)
@@ -887,6 +996,32 @@ int main(int argc, char **argv)
 					die("unknown tenant key %s", w[i]);
 			}
 			ntenants++;
+		} else if (strcmp(w[0], "quota") == 0 && nw >= 3) {
+			int t = find_tenant(w[1]);
+			size_t k = tenants[t].nmodel_quotas;
+			if (k >= 8)
+				die("too many model quotas");
+			struct sched_model_quota *m = &model_quotas[t][k];
+			*m = (struct sched_model_quota){ NULL, 0, -1 };
+			for (int i = 2; i < nw; i++) {
+				char *v = strchr(w[i], '=');
+				if (!v)
+					die("expected key=value");
+				*v++ = '\0';
+				if (strcmp(w[i], "model") == 0) {
+					copy(quota_models[t][k], sizeof(quota_models[0][0]), v);
+					m->gpu_model = quota_models[t][k];
+				} else if (strcmp(w[i], "guaranteed") == 0)
+					m->guaranteed_gpus = (int)num(v);
+				else if (strcmp(w[i], "max_gpus") == 0)
+					m->max_gpus = (int)num(v);
+				else
+					die("unknown quota key %s", w[i]);
+			}
+			if (!m->gpu_model)
+				die("quota needs model=");
+			tenants[t].model_quotas = model_quotas[t];
+			tenants[t].nmodel_quotas = k + 1;
 		} else if (strcmp(w[0], "user") == 0 && nw >= 2) {
 			struct sched_user *u = &users[nusers];
 			copy(user_names[nusers], sizeof(user_names[0]), w[1]);
