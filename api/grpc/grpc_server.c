@@ -216,19 +216,23 @@ static void start_final(struct gcall *c)
 	batch(c, ops, n, &c->t_final);
 }
 
+/* gcall_reply and gcall_stream_finish run on other threads than the
+ * completion queue's, which may see the final batch complete and drop the
+ * last reference while grpc_call_start_batch is still returning here: each
+ * holds a reference of its own until it has unlocked c->mu. */
 void gcall_reply(struct gcall *c, int rc)
 {
+	gcall_ref(c);
 	pthread_mutex_lock(&c->mu);
-	if (c->finish_queued) {
-		pthread_mutex_unlock(&c->mu);
-		return;
+	if (!c->finish_queued) {
+		c->finish_queued = true;
+		if (rc == 0 && c->resp)
+			c->send_buf = pack(c->resp);
+		set_status(c, rc, NULL);
+		start_final(c);
 	}
-	c->finish_queued = true;
-	if (rc == 0 && c->resp)
-		c->send_buf = pack(c->resp);
-	set_status(c, rc, NULL);
-	start_final(c);
 	pthread_mutex_unlock(&c->mu);
+	gcall_unref(c);
 }
 
 /* ---- streams ------------------------------------------------------------ */
@@ -290,6 +294,7 @@ bool gcall_stream_send(struct gcall *c, const ProtobufCMessage *m)
 	struct gqueue *q;
 	bool ok = false;
 
+	gcall_ref(c); /* as gcall_reply: a completion may run meanwhile */
 	pthread_mutex_lock(&c->mu);
 	if (c->closed || c->finish_queued)
 		goto out;
@@ -306,6 +311,7 @@ bool gcall_stream_send(struct gcall *c, const ProtobufCMessage *m)
 	ok = true;
 out:
 	pthread_mutex_unlock(&c->mu);
+	gcall_unref(c);
 	return ok;
 }
 
@@ -321,18 +327,18 @@ size_t gcall_stream_pending(struct gcall *c)
 
 void gcall_stream_finish(struct gcall *c, int code, const char *msg)
 {
+	gcall_ref(c);
 	pthread_mutex_lock(&c->mu);
-	if (c->finish_queued) {
-		pthread_mutex_unlock(&c->mu);
-		return;
+	if (!c->finish_queued) {
+		c->finish_queued = true;
+		set_status(c, code, msg);
+		if (c->closed)
+			drop_queue_locked(c);
+		if (!c->sending)
+			start_final(c);
 	}
-	c->finish_queued = true;
-	set_status(c, code, msg);
-	if (c->closed)
-		drop_queue_locked(c);
-	if (!c->sending)
-		start_final(c);
 	pthread_mutex_unlock(&c->mu);
+	gcall_unref(c);
 }
 
 static void on_close(struct gcall *c, bool ok)
