@@ -72,6 +72,8 @@ int scheduler_snap_node(const struct scheduler_snap *s, int64_t id)
 int scheduler_snap_user(const struct scheduler_snap *s, int tenant, const char *name)
 {
 	struct ukey key = { tenant, name ? name : "", 0 };
+	if (!priv(s)->nusers)
+		return -1; /* no users yet: bsearch wants a non-NULL base */
 	const struct ukey *hit = bsearch(&key, priv(s)->users, priv(s)->nusers, sizeof(key), cmp_ukey);
 	return hit ? hit->idx : -1;
 }
