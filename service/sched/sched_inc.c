@@ -89,6 +89,9 @@ void sched__inc_free(struct inc *in)
 	free(in->resv);
 	free(in->ucache.e);
 	free(in->fcache.e);
+	free(in->neb);
+	free(in->hom);
+	free(in->wseg);
 	free(in);
 }
 
@@ -478,6 +481,15 @@ static int build(struct cyc *c, struct inc *in)
 	in->mk_stamp = sched__xcalloc(ns, sizeof(uint32_t));
 	in->touched = sched__xmalloc(ns * sizeof(int));
 	in->tflag = sched__xcalloc(ns, sizeof(bool));
+	in->neb = sched__xcalloc((size_t)(in->nmodels + 1) * 65, sizeof(struct nebound));
+	in->hom = sched__xmalloc((size_t)(in->nmodels + 1) * sizeof(int));
+	for (int r = 0; r <= in->nmodels; r++)
+		in->hom[r] = -2; /* no node yet */
+	for (size_t i = 0; i < nn; i++) {
+		int *h[2] = { &in->hom[in->model[i]], &in->hom[in->nmodels] };
+		for (int k = 0; k < 2; k++)
+			*h[k] = *h[k] == -2 || *h[k] == in->gcount[i] ? in->gcount[i] : -1;
+	}
 	return 0;
 }
 
@@ -633,6 +645,10 @@ int sched__inc_begin(struct cyc *c, int (*validate)(struct cyc *))
 	c->sc_alloc2 = in->sc_alloc2;
 	ctab_clear(&in->fcache);
 	c->fcache = &in->fcache;
+	if (++in->ne_gen == 0) {
+		memset(in->neb, 0, (size_t)(in->nmodels + 1) * 65 * sizeof(*in->neb));
+		in->ne_gen = 1;
+	}
 	c->ucache = &in->ucache;
 	c->tgpus = sched__scratch(c, SCR_TGPUS, (s->ntenants + 1) * sizeof(int64_t), true);
 	c->tjobs = sched__scratch(c, SCR_TJOBS, (s->ntenants + 1) * sizeof(int), true);
@@ -868,6 +884,36 @@ static int bucket_next(struct bucket_it *it)
 	}
 }
 
+static bool ne_fails(const struct inc *in, const struct nebound *b, int64_t t1, size_t nmin)
+{
+	if (b->gen != in->ne_gen)
+		return false;
+	for (int i = 0; i < b->n; i++)
+		if (b->t1[i] <= t1 && b->ne[i] < nmin)
+			return true;
+	return false;
+}
+
+static void ne_learn(const struct inc *in, struct nebound *b, int64_t t1, size_t ne)
+{
+	if (b->gen != in->ne_gen) {
+		b->gen = in->ne_gen;
+		b->n = 0;
+	}
+	for (int i = 0; i < b->n; i++) {
+		if (b->t1[i] <= t1 && b->ne[i] <= ne)
+			return; /* known already */
+		if (b->t1[i] >= t1 && b->ne[i] >= ne) {
+			b->t1[i] = t1; /* the new bound covers this one */
+			b->ne[i] = ne;
+			return;
+		}
+	}
+	int i = b->n < SCHED_NE_SLOTS ? b->n++ : (int)(ne % SCHED_NE_SLOTS);
+	b->t1[i] = t1;
+	b->ne[i] = ne;
+}
+
 /*
  * sched__place() without topology levels, on this cycle's free GPUs
  * (PLACE_NOW) or on the sweep's (PLACE_LATER). The candidates that need a
@@ -891,6 +937,9 @@ size_t sched__place_flat(struct cyc *c, const struct req *q, int64_t t0, int64_t
 	int row = q->model < 0 ? c->nmodels : q->model;
 	if (q->g > c->maxk[row])
 		return 0; /* no node of the model is that big */
+	struct nebound *nb = mode == PLACE_NOW && t0 == c->now ? &in->neb[row * 65 + q->g] : NULL;
+	if (nb && ne_fails(in, nb, t1, (size_t)q->nmin))
+		return 0;
 	memset(hs, 0, (size_t)(c->maxk[row] + 1) * sizeof(*hs));
 	memset(hb, 0, (size_t)(c->maxk[row] + 1) * sizeof(*hb));
 	if (++in->mk_cur == 0) {
@@ -928,6 +977,8 @@ size_t sched__place_flat(struct cyc *c, const struct req *q, int64_t t0, int64_t
 	}
 	size_t plain = (size_t)sched__nodes_ge(c, q->model, q->g) - counted;
 	size_t ne = nsp + plain;
+	if (nb)
+		ne_learn(in, nb, t1, ne);
 	if (ne < (size_t)q->nmin)
 		return 0;
 	size_t want = q->nmax == 1 ? 1 : (ne < (size_t)q->nmax ? ne : (size_t)q->nmax);
@@ -1023,6 +1074,144 @@ static int bev_cmp(const void *a, const void *b)
 	return (x->node > y->node) - (x->node < y->node);
 }
 
+/* ------------------------------------------------------------ whole-node sweep */
+
+static int wnode_cmp(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+	return (x->node > y->node) - (x->node < y->node);
+}
+
+/* Part (n, m) of a release seen by the whole-node sweep: false when it shares its node. */
+static bool wpart(struct cyc *c, const struct req *q, int n, uint64_t m, size_t *ec)
+{
+	struct inc *in = c->inc;
+	uint64_t full = in->gcount[n] >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << in->gcount[n]) - 1;
+	if (!m)
+		return true; /* the generic sweep ignores it too: nothing to release */
+	if (m != full || in->sw_stamp[n] == in->sw_cur)
+		return false;
+	in->sw_stamp[n] = in->sw_cur;
+	if (c->up[n] && model_ok(c, q, n) && sched__pc((c->freemask[n] | m) & c->avail[n]) >= q->g)
+		(*ec)++;
+	return true;
+}
+
+/* A released part as the generic placement would see it at the planned time. */
+static bool wcand(const struct cyc *c, const struct req *q, int n, uint64_t m, struct cand *out)
+{
+	uint64_t u = (c->freemask[n] | m) & c->avail[n];
+	if (!m || !c->up[n] || !model_ok(c, q, n) || sched__pc(u) < q->g)
+		return false;
+	*out = (struct cand){ n, sched__pc(u), 0, u, m };
+	return true;
+}
+
+/*
+ * sched__earliest_flat() when every node of the request's row has the GPU
+ * count it asks for, no reservation is made yet in this cycle, and every
+ * release swept holds its nodes whole (1-GPU nodes; whole-node gangs): a
+ * node is then free or not, so the sweep counts nodes per release instead
+ * of keeping a state per node, and the placement at the planned time is
+ * the leaf order without a sort: every candidate has the same free count,
+ * so the latest releases first (time key), node order within one time,
+ * then the nodes free now. Returns false when a release shares a node
+ * (then the caller sweeps node by node); else *found and out as the
+ * generic sweep would set them.
+ */
+static bool earliest_whole(struct cyc *c, const struct req *q, int64_t rt, struct sched_alloc *out, size_t *na,
+                           int64_t *found)
+{
+	struct inc *in = c->inc;
+	int row = q->model < 0 ? c->nmodels : q->model;
+	(void)rt;
+	if (c->nresv || q->g < 1 || in->hom[row] != q->g || q->nmin != q->nmax)
+		return false;
+	if (++in->sw_cur == 0) {
+		memset(in->sw_stamp, 0, in->nn * sizeof(uint32_t));
+		in->sw_cur = 1;
+	}
+	size_t need = (size_t)q->nmin;
+	size_t ec = (size_t)sched__nodes_ge(c, q->model, q->g);
+	size_t nseg = 0;
+	size_t i = 0, j = 0;
+	int64_t t = c->now;
+	*found = SCHED_NEVER;
+	while (ec < need) {
+		while (i < in->nrk && in->vslot[in->rk[i].slot])
+			i++;
+		t = INT64_MAX;
+		if (i < in->nrk)
+			t = rel_time(c, in->rk[i].t);
+		if (j < c->ncrel && c->crel[j].t < t)
+			t = c->crel[j].t;
+		if (t == INT64_MAX)
+			return true; /* never */
+		for (;;) {
+			struct wseg w;
+			if (i < in->nrk && rel_time(c, in->rk[i].t) == t) {
+				int k = in->rk[i++].slot;
+				if (in->vslot[k])
+					continue;
+				w = (struct wseg){ t, in->slot[k].alloc, (int)in->slot[k].nalloc, -1, 0 };
+			} else if (j < c->ncrel && c->crel[j].t == t) {
+				const struct rel *r = &c->crel[j++];
+				w = (struct wseg){ t, r->node >= 0 ? NULL : r->alloc, r->node >= 0 ? 1 : r->nalloc, r->node,
+				                   r->mask };
+			} else {
+				break;
+			}
+			for (int a = 0; a < w.n; a++)
+				if (!wpart(c, q, w.a ? w.a[a].node : w.node, w.a ? w.a[a].gpus : w.mask, &ec))
+					return false;
+			in->wseg = sched__grow(in->wseg, &in->cap_wseg, nseg + 1, sizeof(*in->wseg));
+			in->wseg[nseg++] = w;
+		}
+	}
+	/* The leaf order at t: latest release first, node order within one time, then the nodes free now. */
+	struct cand *ch = in->sc_pick, *tmp = in->sc_tmp;
+	size_t nc = 0;
+	for (size_t e = nseg; e > 0 && nc < need;) {
+		size_t b = e;
+		while (b > 0 && in->wseg[b - 1].t == in->wseg[e - 1].t)
+			b--;
+		size_t nt = 0;
+		bool sorted = true;
+		for (size_t x = b; x < e; x++) {
+			const struct wseg *w = &in->wseg[x];
+			for (int a = 0; a < w->n; a++)
+				if (wcand(c, q, w->a ? w->a[a].node : w->node, w->a ? w->a[a].gpus : w->mask, &tmp[nt])) {
+					sorted = sorted && (nt == 0 || tmp[nt - 1].node < tmp[nt].node);
+					nt++;
+				}
+		}
+		if (nt > need - nc && !sorted)
+			qsort(tmp, nt, sizeof(*tmp), wnode_cmp);
+		for (size_t x = 0; x < nt && nc < need; x++)
+			ch[nc++] = tmp[x];
+		e = b;
+	}
+	if (nc < need) {
+		if (++in->mk_cur == 0) {
+			memset(in->mk_stamp, 0, in->nn * sizeof(uint32_t));
+			in->mk_cur = 1;
+		}
+		for (int f = q->g; f <= c->maxk[row] && nc < need; f++) {
+			struct bucket_it it = { &in->bm[((size_t)row * 65 + (size_t)f) * in->nw], in->nw, 0, 0, in->mk_stamp,
+			                        in->mk_cur };
+			for (int pn = bucket_next(&it); pn != INT_MAX && nc < need; pn = bucket_next(&it)) {
+				uint64_t fm = c->freemask[pn];
+				ch[nc++] = (struct cand){ pn, f, -c->now, fm, fm };
+			}
+		}
+	}
+	if (nc != need)
+		abort(); /* the counts disagree with the buckets: a bug, never a wrong placement */
+	*na = emit_by_node(c, ch, nc, q->g, out);
+	*found = t;
+	return true;
+}
+
 /*
  * sched__earliest() without topology levels: the same sweep over the same
  * events, but a node's state is set up when an event first touches it and
@@ -1036,6 +1225,9 @@ int64_t sched__earliest_flat(struct cyc *c, const struct req *q, int64_t rt, str
 	*na = 0;
 	if (q->model == -2)
 		return SCHED_NEVER;
+	int64_t found = SCHED_NEVER;
+	if (earliest_whole(c, q, rt, out, na, &found))
+		return found;
 	if (++in->sw_cur == 0) {
 		memset(in->sw_stamp, 0, in->nn * sizeof(uint32_t));
 		in->sw_cur = 1;
@@ -1065,7 +1257,7 @@ int64_t sched__earliest_flat(struct cyc *c, const struct req *q, int64_t rt, str
 		ec = ec - counted + el;
 	}
 	size_t i = 0, j = 0, k = 0;
-	int64_t t = now, found = SCHED_NEVER;
+	int64_t t = now;
 	for (;;) {
 		if (ec >= (size_t)q->nmin) {
 			*na = sched__place_flat(c, q, t, t + rt, PLACE_LATER, out);

@@ -86,6 +86,31 @@ struct pcount {
 };
 
 /*
+ * An upper bound on the nodes a start-now placement of (model row, g) could
+ * use (sched__place_flat()'s candidate count), learnt in this cycle: for
+ * every end t1 >= t1[i] at most ne[i]. A cycle only takes GPUs and adds
+ * reservations, and a later end overlaps more reservations, so the bound
+ * holds for the rest of the cycle; a gang wider than it fails without a
+ * look at the reserved nodes (EASY's count of free nodes).
+ */
+/* One release the whole-node sweep went past: parts a[0..n) (or node/mask when a is NULL) at t. */
+struct wseg {
+	int64_t t;
+	const struct sched_alloc *a;
+	int n;
+	int node;
+	uint64_t mask;
+};
+
+#define SCHED_NE_SLOTS 4
+struct nebound {
+	uint32_t gen;                   /* valid when equal to inc.ne_gen */
+	int n;
+	int64_t t1[SCHED_NE_SLOTS];
+	size_t ne[SCHED_NE_SLOTS];
+};
+
+/*
  * The incremental view (sched_inc.c), kept in decisions->priv between calls
  * that pass a struct sched_delta: nodes by free GPU count (counts and
  * bitmaps), the releases of running runs sorted by end, quota use per
@@ -154,6 +179,11 @@ struct inc {
 	size_t cap_resv;
 	struct ctab ucache;             /* unit maxima: static and health data only */
 	struct ctab fcache;             /* failed shapes: cleared every cycle */
+	struct nebound *neb;            /* [(nmodels + 1) * 65] */
+	int *hom;                       /* [nmodels + 1]: the GPU count of every node of the row, or -1 */
+	struct wseg *wseg;              /* the whole-node sweep's releases, in sweep order */
+	size_t cap_wseg;
+	uint32_t ne_gen;                /* this cycle's */
 };
 
 struct cyc {
