@@ -645,6 +645,8 @@ int sched__inc_begin(struct cyc *c, int (*validate)(struct cyc *))
 	c->sc_alloc2 = in->sc_alloc2;
 	ctab_clear(&in->fcache);
 	c->fcache = &in->fcache;
+	in->vr.on = false;
+	in->vr_cand.on = false;
 	if (++in->ne_gen == 0) {
 		memset(in->neb, 0, (size_t)(in->nmodels + 1) * 65 * sizeof(*in->neb));
 		in->ne_gen = 1;
@@ -695,6 +697,8 @@ void sched__inc_end(struct cyc *c)
 	in->ntouched = 0;
 	for (size_t i = 0; i < c->nresv; i++)
 		in->rhead[c->resv[i].node] = -1;
+	in->vr.on = false;
+	in->vr_cand.on = false;
 	for (size_t i = 0; i < in->nvlist; i++)
 		in->vslot[in->vlist[i]] = false;
 	in->nvlist = 0;
@@ -915,6 +919,73 @@ static void ne_learn(const struct inc *in, struct nebound *b, int64_t t1, size_t
 }
 
 /*
+ * sched__place_flat() now, for the shape of the reservation held by counts
+ * (every node of the row has g GPUs): a candidate is a node of bucket
+ * (row, g). Its reserved nodes come first when the run ends by the
+ * reservation's start (time key), and they are the lowest in node order:
+ * so the first `want` nodes of the bucket. A run that overlaps it may not
+ * use them: the first `want` above index b.
+ */
+static size_t place_held(struct cyc *c, const struct req *q, int64_t t1, struct nebound *nb, struct sched_alloc *out)
+{
+	struct inc *in = c->inc;
+	const struct vres *v = &in->vr;
+	const uint64_t *w = &in->bm[((size_t)v->row * 65 + (size_t)v->g) * in->nw];
+	size_t total = (size_t)sched__nodes_ge(c, q->model, q->g), held = 0;
+	int from = 0;
+	if (v->start < t1 && v->b >= 0) {
+		size_t last = (size_t)v->b / 64;
+		for (size_t i = 0; i < last; i++)
+			held += (size_t)sched__pc(w[i]);
+		uint64_t lo = (size_t)v->b % 64 == 63 ? ~(uint64_t)0 : ((uint64_t)1 << ((size_t)v->b % 64 + 1)) - 1;
+		held += (size_t)sched__pc(w[last] & lo);
+		from = v->b + 1;
+	}
+	size_t ne = total - held;
+	ne_learn(in, nb, t1, ne);
+	if (ne < (size_t)q->nmin)
+		return 0;
+	size_t want = q->nmax == 1 ? 1 : (ne < (size_t)q->nmax ? ne : (size_t)q->nmax);
+	size_t o = 0;
+	for (size_t i = (size_t)from / 64; i < in->nw && o < want; i++) {
+		uint64_t bits = w[i];
+		if (i == (size_t)from / 64 && from % 64)
+			bits &= ~(((uint64_t)1 << (from % 64)) - 1);
+		for (; bits && o < want; bits &= bits - 1) {
+			int n = (int)(i * 64) + __builtin_ctzll(bits);
+			out[o++] = (struct sched_alloc){ n, sched__take_bits(0, c->freemask[n] & c->avail[n], q->g) };
+		}
+	}
+	if (o != want)
+		abort(); /* the buckets disagree with the counts: a bug, never a wrong placement */
+	return o;
+}
+
+bool sched__vres_take(struct cyc *c, const struct sched_alloc *a, size_t na, int64_t start, int64_t end)
+{
+	struct inc *in = c->inc;
+	struct vres *v = &in->vr_cand;
+	if (!c->flat || !v->on || in->vr.on || c->nresv || start != v->start || na != v->nalloc || !na ||
+	    a[0].node != v->alloc[0].node)
+		return false;
+	in->vr = *v;
+	in->vr.end = end;
+	in->vr.alloc = a;
+	v->on = false;
+	return true;
+}
+
+void sched__resv_name(struct cyc *c)
+{
+	struct inc *in = c->inc;
+	if (!in || !in->vr.on)
+		return;
+	in->vr.on = false;
+	for (size_t k = 0; k < in->vr.nalloc; k++)
+		sched__add_resv(c, in->vr.alloc[k].node, in->vr.alloc[k].gpus, in->vr.start, in->vr.end);
+}
+
+/*
  * sched__place() without topology levels, on this cycle's free GPUs
  * (PLACE_NOW) or on the sweep's (PLACE_LATER). The candidates that need a
  * look of their own ("special": reserved nodes, and for PLACE_LATER the
@@ -940,6 +1011,12 @@ size_t sched__place_flat(struct cyc *c, const struct req *q, int64_t t0, int64_t
 	struct nebound *nb = mode == PLACE_NOW && t0 == c->now ? &in->neb[row * 65 + q->g] : NULL;
 	if (nb && ne_fails(in, nb, t1, (size_t)q->nmin))
 		return 0;
+	in->vr_cand.on = false; /* out (the sweep's placement, maybe) is overwritten */
+	if (in->vr.on) {
+		if (nb && row == in->vr.row && q->g == in->vr.g)
+			return place_held(c, q, t1, nb, out);
+		sched__resv_name(c);
+	}
 	memset(hs, 0, (size_t)(c->maxk[row] + 1) * sizeof(*hs));
 	memset(hb, 0, (size_t)(c->maxk[row] + 1) * sizeof(*hb));
 	if (++in->mk_cur == 0) {
@@ -1089,8 +1166,8 @@ static bool wpart(struct cyc *c, const struct req *q, int n, uint64_t m, size_t 
 	uint64_t full = in->gcount[n] >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << in->gcount[n]) - 1;
 	if (!m)
 		return true; /* the generic sweep ignores it too: nothing to release */
-	if (m != full || in->sw_stamp[n] == in->sw_cur)
-		return false;
+	if (m != full || c->freemask[n] || in->sw_stamp[n] == in->sw_cur)
+		return false; /* shared, or free now although released later (a snapshot at odds with itself) */
 	in->sw_stamp[n] = in->sw_cur;
 	if (c->up[n] && model_ok(c, q, n) && sched__pc((c->freemask[n] | m) & c->avail[n]) >= q->g)
 		(*ec)++;
@@ -1191,6 +1268,7 @@ static bool earliest_whole(struct cyc *c, const struct req *q, int64_t rt, struc
 			ch[nc++] = tmp[x];
 		e = b;
 	}
+	int b = -1; /* the last node free now that the placement takes */
 	if (nc < need) {
 		if (++in->mk_cur == 0) {
 			memset(in->mk_stamp, 0, in->nn * sizeof(uint32_t));
@@ -1202,6 +1280,7 @@ static bool earliest_whole(struct cyc *c, const struct req *q, int64_t rt, struc
 			for (int pn = bucket_next(&it); pn != INT_MAX && nc < need; pn = bucket_next(&it)) {
 				uint64_t fm = c->freemask[pn];
 				ch[nc++] = (struct cand){ pn, f, -c->now, fm, fm };
+				b = pn;
 			}
 		}
 	}
@@ -1209,6 +1288,7 @@ static bool earliest_whole(struct cyc *c, const struct req *q, int64_t rt, struc
 		abort(); /* the counts disagree with the buckets: a bug, never a wrong placement */
 	*na = emit_by_node(c, ch, nc, q->g, out);
 	*found = t;
+	in->vr_cand = (struct vres){ true, row, q->g, b, t, 0, *na, out };
 	return true;
 }
 
@@ -1226,6 +1306,8 @@ int64_t sched__earliest_flat(struct cyc *c, const struct req *q, int64_t rt, str
 	if (q->model == -2)
 		return SCHED_NEVER;
 	int64_t found = SCHED_NEVER;
+	in->vr_cand.on = false;
+	sched__resv_name(c);
 	if (earliest_whole(c, q, rt, out, na, &found))
 		return found;
 	if (++in->sw_cur == 0) {

@@ -183,6 +183,23 @@ struct inc {
 	int *hom;                       /* [nmodels + 1]: the GPU count of every node of the row, or -1 */
 	struct wseg *wseg;              /* the whole-node sweep's releases, in sweep order */
 	size_t cap_wseg;
+	/*
+	 * The cycle's one reservation while it is held by counts (see
+	 * sched__resv_commit()): its nodes that are free now are exactly the
+	 * nodes of bucket (row, g) with index <= b (the whole-node sweep takes
+	 * the free nodes in node order, and in a cycle no node enters a
+	 * bucket); the others are busy now and matter to no start now. alloc
+	 * (borrowed from the decisions) names them all when a path needs them
+	 * one by one (sched__resv_name()).
+	 */
+	struct vres {
+		bool on;
+		int row, g, b;
+		int64_t start, end;
+		size_t nalloc;
+		const struct sched_alloc *alloc;
+	} vr;
+	struct vres vr_cand;            /* what the last whole-node sweep found (on: valid) */
 	uint32_t ne_gen;                /* this cycle's */
 };
 
@@ -292,6 +309,11 @@ void sched__add_crel(struct cyc *c, int64_t t, int node, uint64_t mask, int run)
 /* sched__add_crel() for every part of a with GPUs, in one insertion (wide gangs). */
 void sched__add_crel_n(struct cyc *c, int64_t t, const struct sched_alloc *a, size_t na, int run);
 void sched__add_resv(struct cyc *c, int node, uint64_t mask, int64_t start, int64_t end);
+/* A reservation of a[0..na) over [start, end) (a borrowed for the cycle): per node, or held by counts. */
+void sched__resv_commit(struct cyc *c, int64_t start, int64_t end, const struct sched_alloc *a, size_t na);
+/* Per node from now on: a reservation held by counts is written out (every path but the fast ones). */
+void sched__resv_name(struct cyc *c);
+bool sched__vres_take(struct cyc *c, const struct sched_alloc *a, size_t na, int64_t start, int64_t end);
 size_t sched__place(struct cyc *c, const struct req *q, const uint64_t *base, int64_t t0, int64_t t1,
                     enum place_mode mode, struct sched_alloc *out);
 int64_t sched__earliest(struct cyc *c, const struct req *q, int64_t rt, struct sched_alloc *out, size_t *na);
