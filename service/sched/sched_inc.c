@@ -92,6 +92,8 @@ void sched__inc_free(struct inc *in)
 	free(in->neb);
 	free(in->hom);
 	free(in->wseg);
+	free(in->vr_bits);
+	free(in->vr_alloc);
 	free(in);
 }
 
@@ -961,16 +963,19 @@ static size_t place_held(struct cyc *c, const struct req *q, int64_t t1, struct 
 	return o;
 }
 
+static size_t whole_pick(struct cyc *c, int model, int g, size_t need, size_t nseg, const uint64_t *w, size_t nw,
+                         struct cand *ch, int *last_free);
+
 bool sched__vres_take(struct cyc *c, const struct sched_alloc *a, size_t na, int64_t start, int64_t end)
 {
 	struct inc *in = c->inc;
 	struct vres *v = &in->vr_cand;
-	if (!c->flat || !v->on || in->vr.on || c->nresv || start != v->start || na != v->nalloc || !na ||
-	    a[0].node != v->alloc[0].node)
+	if (!c->flat || !v->on || in->vr.on || c->nresv || start != v->start || na != v->nalloc ||
+	    (v->alloc ? !na || a[0].node != v->alloc[0].node : na != 0))
 		return false;
 	in->vr = *v;
 	in->vr.end = end;
-	in->vr.alloc = a;
+	in->vr.alloc = v->alloc ? a : NULL; /* unnamed: a is the empty copy */
 	v->on = false;
 	return true;
 }
@@ -980,9 +985,22 @@ void sched__resv_name(struct cyc *c)
 	struct inc *in = c->inc;
 	if (!in || !in->vr.on)
 		return;
-	in->vr.on = false;
-	for (size_t k = 0; k < in->vr.nalloc; k++)
-		sched__add_resv(c, in->vr.alloc[k].node, in->vr.alloc[k].gpus, in->vr.start, in->vr.end);
+	struct vres *v = &in->vr;
+	v->on = false;
+	const struct sched_alloc *a = v->alloc;
+	size_t na = v->nalloc;
+	if (!a) { /* held without names: the same pick again, on the free nodes it took then */
+		int last;
+		size_t nc = whole_pick(c, v->model, v->g, v->need, v->nseg, in->vr_bits, v->b >= 0 ? (size_t)v->b / 64 + 1 : 0,
+		                       in->sc_pick, &last);
+		if (nc != v->need)
+			abort(); /* the view changed under a held reservation: a bug */
+		in->vr_alloc = sched__grow(in->vr_alloc, &in->cap_vr_alloc, nc + 1, sizeof(*in->vr_alloc));
+		na = emit_by_node(c, in->sc_pick, nc, v->g, in->vr_alloc);
+		a = in->vr_alloc;
+	}
+	for (size_t k = 0; k < na; k++)
+		sched__add_resv(c, a[k].node, a[k].gpus, v->start, v->end);
 }
 
 /*
@@ -1175,13 +1193,55 @@ static bool wpart(struct cyc *c, const struct req *q, int n, uint64_t m, size_t 
 }
 
 /* A released part as the generic placement would see it at the planned time. */
-static bool wcand(const struct cyc *c, const struct req *q, int n, uint64_t m, struct cand *out)
+static bool wcand(const struct cyc *c, int model, int g, int n, uint64_t m, struct cand *out)
 {
 	uint64_t u = (c->freemask[n] | m) & c->avail[n];
-	if (!m || !c->up[n] || !model_ok(c, q, n) || sched__pc(u) < q->g)
+	if (!m || !c->up[n] || !(model == -1 || (model >= 0 && c->model[n] == model)) || sched__pc(u) < g)
 		return false;
 	*out = (struct cand){ n, sched__pc(u), 0, u, m };
 	return true;
+}
+
+/*
+ * The leaf order at the planned time of a whole-node sweep, its first
+ * `need` into ch: the latest releases first (time key), node order within
+ * one time, then the nodes free now (bits w[0..nw), node order).
+ */
+static size_t whole_pick(struct cyc *c, int model, int g, size_t need, size_t nseg, const uint64_t *w, size_t nw,
+                         struct cand *ch, int *last_free)
+{
+	struct inc *in = c->inc;
+	struct cand *tmp = in->sc_tmp;
+	size_t nc = 0;
+	for (size_t e = nseg; e > 0 && nc < need;) {
+		size_t b = e;
+		while (b > 0 && in->wseg[b - 1].t == in->wseg[e - 1].t)
+			b--;
+		size_t nt = 0;
+		bool sorted = true;
+		for (size_t x = b; x < e; x++) {
+			const struct wseg *v = &in->wseg[x];
+			for (int a = 0; a < v->n; a++)
+				if (wcand(c, model, g, v->a ? v->a[a].node : v->node, v->a ? v->a[a].gpus : v->mask, &tmp[nt])) {
+					sorted = sorted && (nt == 0 || tmp[nt - 1].node < tmp[nt].node);
+					nt++;
+				}
+		}
+		if (nt > need - nc && !sorted)
+			qsort(tmp, nt, sizeof(*tmp), wnode_cmp);
+		for (size_t x = 0; x < nt && nc < need; x++)
+			ch[nc++] = tmp[x];
+		e = b;
+	}
+	*last_free = -1;
+	for (size_t i = 0; i < nw && nc < need; i++)
+		for (uint64_t bits = w[i]; bits && nc < need; bits &= bits - 1) {
+			int n = (int)(i * 64) + __builtin_ctzll(bits);
+			uint64_t fm = in->gcount[n] >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << in->gcount[n]) - 1;
+			ch[nc++] = (struct cand){ n, g, -c->now, fm, fm }; /* free now with all its GPUs */
+			*last_free = n;
+		}
+	return nc;
 }
 
 /*
@@ -1190,11 +1250,12 @@ static bool wcand(const struct cyc *c, const struct req *q, int n, uint64_t m, s
  * release swept holds its nodes whole (1-GPU nodes; whole-node gangs): a
  * node is then free or not, so the sweep counts nodes per release instead
  * of keeping a state per node, and the placement at the planned time is
- * the leaf order without a sort: every candidate has the same free count,
- * so the latest releases first (time key), node order within one time,
- * then the nodes free now. Returns false when a release shares a node
- * (then the caller sweeps node by node); else *found and out as the
- * generic sweep would set them.
+ * the leaf order without a sort (whole_pick()). Returns false when a
+ * release shares a node (then the caller sweeps node by node); else *found
+ * and out as the generic sweep would set them, or with
+ * settings.unnamed_reservations no nodes (*na 0): the caller's reservation
+ * is then held by counts (sched__resv_commit()) and named only if a path
+ * needs its nodes.
  */
 static bool earliest_whole(struct cyc *c, const struct req *q, int64_t rt, struct sched_alloc *out, size_t *na,
                            int64_t *found)
@@ -1209,7 +1270,7 @@ static bool earliest_whole(struct cyc *c, const struct req *q, int64_t rt, struc
 		in->sw_cur = 1;
 	}
 	size_t need = (size_t)q->nmin;
-	size_t ec = (size_t)sched__nodes_ge(c, q->model, q->g);
+	size_t ec0 = (size_t)sched__nodes_ge(c, q->model, q->g), ec = ec0;
 	size_t nseg = 0;
 	size_t i = 0, j = 0;
 	int64_t t = c->now;
@@ -1245,50 +1306,46 @@ static bool earliest_whole(struct cyc *c, const struct req *q, int64_t rt, struc
 			in->wseg[nseg++] = w;
 		}
 	}
-	/* The leaf order at t: latest release first, node order within one time, then the nodes free now. */
-	struct cand *ch = in->sc_pick, *tmp = in->sc_tmp;
-	size_t nc = 0;
-	for (size_t e = nseg; e > 0 && nc < need;) {
-		size_t b = e;
-		while (b > 0 && in->wseg[b - 1].t == in->wseg[e - 1].t)
-			b--;
-		size_t nt = 0;
-		bool sorted = true;
-		for (size_t x = b; x < e; x++) {
-			const struct wseg *w = &in->wseg[x];
-			for (int a = 0; a < w->n; a++)
-				if (wcand(c, q, w->a ? w->a[a].node : w->node, w->a ? w->a[a].gpus : w->mask, &tmp[nt])) {
-					sorted = sorted && (nt == 0 || tmp[nt - 1].node < tmp[nt].node);
-					nt++;
-				}
-		}
-		if (nt > need - nc && !sorted)
-			qsort(tmp, nt, sizeof(*tmp), wnode_cmp);
-		for (size_t x = 0; x < nt && nc < need; x++)
-			ch[nc++] = tmp[x];
-		e = b;
-	}
+	const uint64_t *bw = &in->bm[((size_t)row * 65 + (size_t)q->g) * in->nw];
 	int b = -1; /* the last node free now that the placement takes */
-	if (nc < need) {
-		if (++in->mk_cur == 0) {
-			memset(in->mk_stamp, 0, in->nn * sizeof(uint32_t));
-			in->mk_cur = 1;
-		}
-		for (int f = q->g; f <= c->maxk[row] && nc < need; f++) {
-			struct bucket_it it = { &in->bm[((size_t)row * 65 + (size_t)f) * in->nw], in->nw, 0, 0, in->mk_stamp,
-			                        in->mk_cur };
-			for (int pn = bucket_next(&it); pn != INT_MAX && nc < need; pn = bucket_next(&it)) {
-				uint64_t fm = c->freemask[pn];
-				ch[nc++] = (struct cand){ pn, f, -c->now, fm, fm };
-				b = pn;
+	*found = t;
+	in->vr_cand = (struct vres){ true, row, q->g, -1, t, 0, 0, NULL, q->model, need, nseg };
+	if (c->s->settings.unnamed_reservations) {
+		size_t p = need > ec - ec0 ? need - (ec - ec0) : 0; /* nodes free now it takes */
+		size_t wi = 0;
+		for (; p && wi < in->nw; wi++) {
+			size_t k = (size_t)sched__pc(bw[wi]);
+			if (k < p) {
+				p -= k;
+				continue;
 			}
+			uint64_t bits = bw[wi];
+			for (; p > 1; p--)
+				bits &= bits - 1;
+			b = (int)(wi * 64) + __builtin_ctzll(bits);
+			p = 0;
 		}
+		if (p)
+			abort(); /* the counts disagree with the buckets: a bug, never a wrong placement */
+		if (b >= 0) { /* the free nodes it takes, for sched__resv_name() */
+			size_t nw = (size_t)b / 64 + 1;
+			in->vr_bits = sched__grow(in->vr_bits, &in->cap_vr_bits, nw, sizeof(uint64_t));
+			memcpy(in->vr_bits, bw, nw * sizeof(uint64_t));
+			if (b % 64 != 63)
+				in->vr_bits[nw - 1] &= ((uint64_t)1 << (b % 64 + 1)) - 1;
+		}
+		in->vr_cand.b = b;
+		*na = 0;
+		return true;
 	}
+	struct cand *ch = in->sc_pick;
+	size_t nc = whole_pick(c, q->model, q->g, need, nseg, bw, in->nw, ch, &b);
 	if (nc != need)
 		abort(); /* the counts disagree with the buckets: a bug, never a wrong placement */
 	*na = emit_by_node(c, ch, nc, q->g, out);
-	*found = t;
-	in->vr_cand = (struct vres){ true, row, q->g, b, t, 0, *na, out };
+	in->vr_cand.b = b;
+	in->vr_cand.nalloc = *na;
+	in->vr_cand.alloc = out;
 	return true;
 }
 

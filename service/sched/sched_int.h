@@ -197,8 +197,14 @@ struct inc {
 		int row, g, b;
 		int64_t start, end;
 		size_t nalloc;
-		const struct sched_alloc *alloc;
+		const struct sched_alloc *alloc; /* NULL: unnamed (settings.unnamed_reservations) */
+		int model;                  /* of the request, and what whole_pick() needs to name it */
+		size_t need, nseg;          /* nseg: its releases, still in wseg */
 	} vr;
+	uint64_t *vr_bits;              /* unnamed: the bucket's words up to b when it was made */
+	size_t cap_vr_bits;
+	struct sched_alloc *vr_alloc;   /* unnamed: its nodes once named */
+	size_t cap_vr_alloc;
 	struct vres vr_cand;            /* what the last whole-node sweep found (on: valid) */
 	uint32_t ne_gen;                /* this cycle's */
 };
