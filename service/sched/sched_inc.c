@@ -90,6 +90,7 @@ void sched__inc_free(struct inc *in)
 	free(in->ucache.e);
 	free(in->fcache.e);
 	free(in->neb);
+	free(in->nown);
 	free(in->hom);
 	free(in->wseg);
 	free(in->vr_bits);
@@ -288,6 +289,26 @@ static void prio_add(struct inc *in, int prio, int d)
 	}
 }
 
+static uint64_t full_mask(const struct inc *in, int n)
+{
+	return in->gcount[n] >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << in->gcount[n]) - 1;
+}
+
+static bool node_odd(const struct inc *in, int n)
+{
+	return in->nown[n] > 0 && in->freemask[n] != 0;
+}
+
+/* A run's part on node n comes (d = 1) or goes (-1): the counts whole-node sweeps rely on. */
+static void own(struct inc *in, int n, int d)
+{
+	bool odd = node_odd(in, n);
+	in->nshare -= in->nown[n] >= 2;
+	in->nown[n] += d;
+	in->nshare += in->nown[n] >= 2;
+	in->nodd += (size_t)node_odd(in, n) - (size_t)odd;
+}
+
 /* Copies run r into a slot. false: the view cannot hold it (stopping, or its id twice). */
 static bool run_add(struct inc *in, const struct sched_run *r, bool sorted, int64_t now)
 {
@@ -319,6 +340,13 @@ static bool run_add(struct inc *in, const struct sched_run *r, bool sorted, int6
 	if (r->nalloc)
 		memcpy(x->alloc, r->alloc, r->nalloc * sizeof(*x->alloc));
 	x->nalloc = r->nalloc;
+	x->whole = true;
+	x->wgen = 0;
+	for (size_t a = 0; a < r->nalloc; a++)
+		if (r->alloc[a].gpus) {
+			own(in, r->alloc[a].node, +1);
+			x->whole = x->whole && r->alloc[a].gpus == full_mask(in, r->alloc[a].node);
+		}
 	x->run_id = r->run_id;
 	x->lim = r->start + (r->time_limit > 0 ? r->time_limit : 1);
 	x->pe = r->predicted_end;
@@ -355,6 +383,9 @@ static bool run_del(struct inc *in, int64_t run_id)
 		keys_del(in->rk, &in->nrk, x->end, k);
 	if (x->in_pk)
 		keys_del(in->pk, &in->npk, x->pe, k);
+	for (size_t a = 0; a < x->nalloc; a++)
+		if (x->alloc[a].gpus)
+			own(in, x->alloc[a].node, -1);
 	in->own_g[x->tenant] -= x->gpus;
 	in->own_j[x->tenant]--;
 	if (x->preemptible)
@@ -456,6 +487,8 @@ static int build(struct cyc *c, struct inc *in)
 	}
 	in->own_g = sched__xcalloc(s->ntenants + 1, sizeof(int64_t));
 	in->own_j = sched__xcalloc(s->ntenants + 1, sizeof(int));
+	in->nown = sched__xcalloc(ns, sizeof(int));
+	in->hgen = 1;
 	in->predict = s->settings.predict;
 	for (size_t i = 0; i < s->nruns; i++)
 		if (!run_add(in, &s->runs[i], false, s->now))
@@ -571,8 +604,11 @@ static int apply(struct cyc *c, struct inc *in)
 		bool up = x->state == SCHED_NODE_UP;
 		uint64_t avail = up ? (x->healthy & node_all(x)) : 0;
 		uint64_t fm = avail & ~x->used;
-		if (up != in->up[n] || avail != in->avail[n])
+		if (up != in->up[n] || avail != in->avail[n]) {
 			ctab_clear(&in->ucache); /* unit maxima over healthy nodes changed */
+			in->hgen++;
+		}
+		bool odd = node_odd(in, n);
 		if (in->up[n])
 			bucket(in, n, sched__pc(in->freemask[n]), -1);
 		if (up)
@@ -580,6 +616,7 @@ static int apply(struct cyc *c, struct inc *in)
 		in->up[n] = up;
 		in->avail[n] = avail;
 		in->freemask[n] = fm;
+		in->nodd += (size_t)node_odd(in, n) - (size_t)odd;
 		in->nbad -= in->bad[n];
 		in->bad[n] = node_bad(x);
 		in->nbad += in->bad[n];
@@ -1177,6 +1214,22 @@ static int wnode_cmp(const void *a, const void *b)
 	return (x->node > y->node) - (x->node < y->node);
 }
 
+/* Nodes run x frees that a whole-node request can use, or -1 when it holds part of a node. */
+static int whole_count(struct inc *in, struct islot *x)
+{
+	if (!x->whole)
+		return -1;
+	if (x->wgen != in->hgen) {
+		x->wcnt = 0;
+		for (size_t a = 0; a < x->nalloc; a++) {
+			int n = x->alloc[a].node;
+			x->wcnt += x->alloc[a].gpus && in->up[n] && in->avail[n] == full_mask(in, n);
+		}
+		x->wgen = in->hgen;
+	}
+	return x->wcnt;
+}
+
 /* Part (n, m) of a release seen by the whole-node sweep: false when it shares its node. */
 static bool wpart(struct cyc *c, const struct req *q, int n, uint64_t m, size_t *ec)
 {
@@ -1271,6 +1324,8 @@ static bool earliest_whole(struct cyc *c, const struct req *q, int64_t rt, struc
 	}
 	size_t need = (size_t)q->nmin;
 	size_t ec0 = (size_t)sched__nodes_ge(c, q->model, q->g), ec = ec0;
+	/* Runs count by their summary when no node is shared and every held node is busy. */
+	bool by_run = !in->nshare && !in->nodd && (q->model == -1 || c->nmodels == 1);
 	size_t nseg = 0;
 	size_t i = 0, j = 0;
 	int64_t t = c->now;
@@ -1292,6 +1347,13 @@ static bool earliest_whole(struct cyc *c, const struct req *q, int64_t rt, struc
 				if (in->vslot[k])
 					continue;
 				w = (struct wseg){ t, in->slot[k].alloc, (int)in->slot[k].nalloc, -1, 0 };
+				int cnt = by_run ? whole_count(in, &in->slot[k]) : -1;
+				if (cnt >= 0) { /* no part to look at: it frees whole nodes nobody else holds */
+					ec += (size_t)cnt;
+					in->wseg = sched__grow(in->wseg, &in->cap_wseg, nseg + 1, sizeof(*in->wseg));
+					in->wseg[nseg++] = w;
+					continue;
+				}
 			} else if (j < c->ncrel && c->crel[j].t == t) {
 				const struct rel *r = &c->crel[j++];
 				w = (struct wseg){ t, r->node >= 0 ? NULL : r->alloc, r->node >= 0 ? 1 : r->nalloc, r->node,

@@ -79,6 +79,9 @@ struct islot {
 	bool preemptible, live;
 	size_t nalloc, cap_alloc;
 	struct sched_alloc *alloc;
+	bool whole;                     /* every part holds all GPUs of its node (or none) */
+	uint32_t wgen;                  /* wcnt is right while equal to inc.hgen */
+	int wcnt;                       /* parts on UP nodes with every GPU healthy */
 };
 
 struct pcount {
@@ -179,6 +182,10 @@ struct inc {
 	size_t cap_resv;
 	struct ctab ucache;             /* unit maxima: static and health data only */
 	struct ctab fcache;             /* failed shapes: cleared every cycle */
+	int *nown;                      /* per node: live runs with GPUs on it */
+	size_t nshare;                  /* nodes with two or more (sub-node runs) */
+	size_t nodd;                    /* nodes a run holds that have free GPUs (a snapshot at odds) */
+	uint32_t hgen;                  /* bumped when a node's state or health changes */
 	struct nebound *neb;            /* [(nmodels + 1) * 65] */
 	int *hom;                       /* [nmodels + 1]: the GPU count of every node of the row, or -1 */
 	struct wseg *wseg;              /* the whole-node sweep's releases, in sweep order */
