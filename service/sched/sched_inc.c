@@ -593,11 +593,20 @@ static int apply(struct cyc *c, struct inc *in)
 {
 	const struct sched_snapshot *s = c->s;
 	const struct sched_delta *d = s->delta;
+	const char *same = NULL; /* a model string of this call already found equal to node same_n's */
+	int same_m = -1;
 	for (size_t i = 0; i < d->nnodes; i++) {
 		int n = d->nodes[i];
 		const struct sched_node *x = &s->nodes[n];
-		if (x->gpu_count != in->gcount[n] || strcmp(in->models[in->model[n]], model_of(x)) != 0)
+		if (x->gpu_count != in->gcount[n])
 			return 1;
+		const char *m = model_of(x); /* borrowed for the call: one pointer, one text */
+		if (m != same || in->model[n] != same_m) {
+			if (strcmp(in->models[in->model[n]], m) != 0)
+				return 1;
+			same = m;
+			same_m = in->model[n];
+		}
 		for (int l = 0; l < in->nlevels; l++)
 			if (node_unit(s, (size_t)n, l) != in->unit[l][n])
 				return 1;
@@ -609,10 +618,21 @@ static int apply(struct cyc *c, struct inc *in)
 			in->hgen++;
 		}
 		bool odd = node_odd(in, n);
-		if (in->up[n])
-			bucket(in, n, sched__pc(in->freemask[n]), -1);
-		if (up)
-			bucket(in, n, sched__pc(fm), +1);
+		if (in->up[n] && up) {
+			int from = sched__pc(in->freemask[n]), to = sched__pc(fm);
+			if (from != to) {
+				in->cnt[in->model[n] * 65 + from]--;
+				in->cnt[in->model[n] * 65 + to]++;
+				in->cnt[in->nmodels * 65 + from]--;
+				in->cnt[in->nmodels * 65 + to]++;
+				sched__inc_bucket(in, n, from, to);
+			}
+		} else {
+			if (in->up[n])
+				bucket(in, n, sched__pc(in->freemask[n]), -1);
+			if (up)
+				bucket(in, n, sched__pc(fm), +1);
+		}
 		in->up[n] = up;
 		in->avail[n] = avail;
 		in->freemask[n] = fm;
