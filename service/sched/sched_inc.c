@@ -347,6 +347,7 @@ static bool run_add(struct inc *in, const struct sched_run *r, bool sorted, int6
 			own(in, r->alloc[a].node, +1);
 			x->whole = x->whole && r->alloc[a].gpus == full_mask(in, r->alloc[a].node);
 		}
+	in->nsplit += !x->whole;
 	x->run_id = r->run_id;
 	x->lim = r->start + (r->time_limit > 0 ? r->time_limit : 1);
 	x->pe = r->predicted_end;
@@ -386,6 +387,7 @@ static bool run_del(struct inc *in, int64_t run_id)
 	for (size_t a = 0; a < x->nalloc; a++)
 		if (x->alloc[a].gpus)
 			own(in, x->alloc[a].node, -1);
+	in->nsplit -= !x->whole;
 	in->own_g[x->tenant] -= x->gpus;
 	in->own_j[x->tenant]--;
 	if (x->preemptible)
@@ -1336,8 +1338,8 @@ static bool earliest_whole(struct cyc *c, const struct req *q, int64_t rt, struc
 	struct inc *in = c->inc;
 	int row = q->model < 0 ? c->nmodels : q->model;
 	(void)rt;
-	if (c->nresv || q->g < 1 || in->hom[row] != q->g || q->nmin != q->nmax)
-		return false;
+	if (c->nresv || q->g < 1 || in->hom[row] != q->g || q->nmin != q->nmax || in->nsplit)
+		return false; /* with a run on part of a node the sweep would only find that out half-way */
 	if (++in->sw_cur == 0) {
 		memset(in->sw_stamp, 0, in->nn * sizeof(uint32_t));
 		in->sw_cur = 1;

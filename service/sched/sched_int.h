@@ -184,6 +184,7 @@ struct inc {
 	struct ctab fcache;             /* failed shapes: cleared every cycle */
 	int *nown;                      /* per node: live runs with GPUs on it */
 	size_t nshare;                  /* nodes with two or more (sub-node runs) */
+	size_t nsplit;                  /* live runs that hold part of a node */
 	size_t nodd;                    /* nodes a run holds that have free GPUs (a snapshot at odds) */
 	uint32_t hgen;                  /* bumped when a node's state or health changes */
 	struct nebound *neb;            /* [(nmodels + 1) * 65] */
