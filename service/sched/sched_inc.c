@@ -11,6 +11,12 @@
  * choose (the same candidates in the same order: free GPUs, then time key,
  * then node index). tests/unit/sched (every scenario with and without a
  * delta) and unit.sim.incremental (whole replays both ways) check it.
+ *
+ * Wide gangs: where every node of the request's row has the GPUs it asks
+ * for and no run holds part of a node, a node is free or not, and the
+ * reservation is planned and held by counts (earliest_whole(),
+ * place_held(), sched__resv_name()); nodes are named when a job starts,
+ * or when a path needs the reservation node by node.
  */
 #include "sched_int.h"
 
