@@ -1020,7 +1020,7 @@ static size_t place_held(struct cyc *c, const struct req *q, int64_t t1, struct 
 			bits &= ~(((uint64_t)1 << (from % 64)) - 1);
 		for (; bits && o < want; bits &= bits - 1) {
 			int n = (int)(i * 64) + __builtin_ctzll(bits);
-			out[o++] = (struct sched_alloc){ n, sched__take_bits(0, c->freemask[n] & c->avail[n], q->g) };
+			out[o++] = (struct sched_alloc){ n, c->freemask[n] & c->avail[n] }; /* all g of them */
 		}
 	}
 	if (o != want)
