@@ -778,8 +778,7 @@ static void commit_reservation(struct cyc *c, size_t ji, int64_t start, int64_t 
 	r->end = end;
 	r->nalloc = na;
 	r->alloc = copy_alloc(d, a, na);
-	for (size_t k = 0; k < na; k++)
-		sched__add_resv(c, a[k].node, a[k].gpus, start, end);
+	sched__resv_commit(c, start, end, r->alloc, na);
 	sched__quota_reserved(c, &c->s->jobs[ji], start, end, a, na);
 }
 

@@ -57,6 +57,8 @@ struct sched_settings {
 	bool quiet;               /* leave verdict messages empty (the simulator's speed) */
 	int preempt_attempts;     /* blocked jobs tried for preemption per cycle; 0 = 32 */
 	bool no_backfill;         /* strict order: nothing starts after the first blocked job (fcfs) */
+	bool unnamed_reservations; /* with a delta, a reservation may come without nodes (nalloc 0)
+	                              where the core plans it by counts (the simulator's speed) */
 };
 
 enum sched_node_state {

@@ -11,6 +11,12 @@
  * choose (the same candidates in the same order: free GPUs, then time key,
  * then node index). tests/unit/sched (every scenario with and without a
  * delta) and unit.sim.incremental (whole replays both ways) check it.
+ *
+ * Wide gangs: where every node of the request's row has the GPUs it asks
+ * for and no run holds part of a node, a node is free or not, and the
+ * reservation is planned and held by counts (earliest_whole(),
+ * place_held(), sched__resv_name()); nodes are named when a job starts,
+ * or when a path needs the reservation node by node.
  */
 #include "sched_int.h"
 
@@ -89,6 +95,12 @@ void sched__inc_free(struct inc *in)
 	free(in->resv);
 	free(in->ucache.e);
 	free(in->fcache.e);
+	free(in->neb);
+	free(in->nown);
+	free(in->hom);
+	free(in->wseg);
+	free(in->vr_bits);
+	free(in->vr_alloc);
 	free(in);
 }
 
@@ -283,6 +295,26 @@ static void prio_add(struct inc *in, int prio, int d)
 	}
 }
 
+static uint64_t full_mask(const struct inc *in, int n)
+{
+	return in->gcount[n] >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << in->gcount[n]) - 1;
+}
+
+static bool node_odd(const struct inc *in, int n)
+{
+	return in->nown[n] > 0 && in->freemask[n] != 0;
+}
+
+/* A run's part on node n comes (d = 1) or goes (-1): the counts whole-node sweeps rely on. */
+static void own(struct inc *in, int n, int d)
+{
+	bool odd = node_odd(in, n);
+	in->nshare -= in->nown[n] >= 2;
+	in->nown[n] += d;
+	in->nshare += in->nown[n] >= 2;
+	in->nodd += (size_t)node_odd(in, n) - (size_t)odd;
+}
+
 /* Copies run r into a slot. false: the view cannot hold it (stopping, or its id twice). */
 static bool run_add(struct inc *in, const struct sched_run *r, bool sorted, int64_t now)
 {
@@ -314,6 +346,14 @@ static bool run_add(struct inc *in, const struct sched_run *r, bool sorted, int6
 	if (r->nalloc)
 		memcpy(x->alloc, r->alloc, r->nalloc * sizeof(*x->alloc));
 	x->nalloc = r->nalloc;
+	x->whole = true;
+	x->wgen = 0;
+	for (size_t a = 0; a < r->nalloc; a++)
+		if (r->alloc[a].gpus) {
+			own(in, r->alloc[a].node, +1);
+			x->whole = x->whole && r->alloc[a].gpus == full_mask(in, r->alloc[a].node);
+		}
+	in->nsplit += !x->whole;
 	x->run_id = r->run_id;
 	x->lim = r->start + (r->time_limit > 0 ? r->time_limit : 1);
 	x->pe = r->predicted_end;
@@ -350,6 +390,10 @@ static bool run_del(struct inc *in, int64_t run_id)
 		keys_del(in->rk, &in->nrk, x->end, k);
 	if (x->in_pk)
 		keys_del(in->pk, &in->npk, x->pe, k);
+	for (size_t a = 0; a < x->nalloc; a++)
+		if (x->alloc[a].gpus)
+			own(in, x->alloc[a].node, -1);
+	in->nsplit -= !x->whole;
 	in->own_g[x->tenant] -= x->gpus;
 	in->own_j[x->tenant]--;
 	if (x->preemptible)
@@ -451,6 +495,8 @@ static int build(struct cyc *c, struct inc *in)
 	}
 	in->own_g = sched__xcalloc(s->ntenants + 1, sizeof(int64_t));
 	in->own_j = sched__xcalloc(s->ntenants + 1, sizeof(int));
+	in->nown = sched__xcalloc(ns, sizeof(int));
+	in->hgen = 1;
 	in->predict = s->settings.predict;
 	for (size_t i = 0; i < s->nruns; i++)
 		if (!run_add(in, &s->runs[i], false, s->now))
@@ -478,6 +524,15 @@ static int build(struct cyc *c, struct inc *in)
 	in->mk_stamp = sched__xcalloc(ns, sizeof(uint32_t));
 	in->touched = sched__xmalloc(ns * sizeof(int));
 	in->tflag = sched__xcalloc(ns, sizeof(bool));
+	in->neb = sched__xcalloc((size_t)(in->nmodels + 1) * 65, sizeof(struct nebound));
+	in->hom = sched__xmalloc((size_t)(in->nmodels + 1) * sizeof(int));
+	for (int r = 0; r <= in->nmodels; r++)
+		in->hom[r] = -2; /* no node yet */
+	for (size_t i = 0; i < nn; i++) {
+		int *h[2] = { &in->hom[in->model[i]], &in->hom[in->nmodels] };
+		for (int k = 0; k < 2; k++)
+			*h[k] = *h[k] == -2 || *h[k] == in->gcount[i] ? in->gcount[i] : -1;
+	}
 	return 0;
 }
 
@@ -546,26 +601,50 @@ static int apply(struct cyc *c, struct inc *in)
 {
 	const struct sched_snapshot *s = c->s;
 	const struct sched_delta *d = s->delta;
+	const char *same = NULL; /* a model string of this call already found equal to node same_n's */
+	int same_m = -1;
 	for (size_t i = 0; i < d->nnodes; i++) {
 		int n = d->nodes[i];
 		const struct sched_node *x = &s->nodes[n];
-		if (x->gpu_count != in->gcount[n] || strcmp(in->models[in->model[n]], model_of(x)) != 0)
+		if (x->gpu_count != in->gcount[n])
 			return 1;
+		const char *m = model_of(x); /* borrowed for the call: one pointer, one text */
+		if (m != same || in->model[n] != same_m) {
+			if (strcmp(in->models[in->model[n]], m) != 0)
+				return 1;
+			same = m;
+			same_m = in->model[n];
+		}
 		for (int l = 0; l < in->nlevels; l++)
 			if (node_unit(s, (size_t)n, l) != in->unit[l][n])
 				return 1;
 		bool up = x->state == SCHED_NODE_UP;
 		uint64_t avail = up ? (x->healthy & node_all(x)) : 0;
 		uint64_t fm = avail & ~x->used;
-		if (up != in->up[n] || avail != in->avail[n])
+		if (up != in->up[n] || avail != in->avail[n]) {
 			ctab_clear(&in->ucache); /* unit maxima over healthy nodes changed */
-		if (in->up[n])
-			bucket(in, n, sched__pc(in->freemask[n]), -1);
-		if (up)
-			bucket(in, n, sched__pc(fm), +1);
+			in->hgen++;
+		}
+		bool odd = node_odd(in, n);
+		if (in->up[n] && up) {
+			int from = sched__pc(in->freemask[n]), to = sched__pc(fm);
+			if (from != to) {
+				in->cnt[in->model[n] * 65 + from]--;
+				in->cnt[in->model[n] * 65 + to]++;
+				in->cnt[in->nmodels * 65 + from]--;
+				in->cnt[in->nmodels * 65 + to]++;
+				sched__inc_bucket(in, n, from, to);
+			}
+		} else {
+			if (in->up[n])
+				bucket(in, n, sched__pc(in->freemask[n]), -1);
+			if (up)
+				bucket(in, n, sched__pc(fm), +1);
+		}
 		in->up[n] = up;
 		in->avail[n] = avail;
 		in->freemask[n] = fm;
+		in->nodd += (size_t)node_odd(in, n) - (size_t)odd;
 		in->nbad -= in->bad[n];
 		in->bad[n] = node_bad(x);
 		in->nbad += in->bad[n];
@@ -633,6 +712,12 @@ int sched__inc_begin(struct cyc *c, int (*validate)(struct cyc *))
 	c->sc_alloc2 = in->sc_alloc2;
 	ctab_clear(&in->fcache);
 	c->fcache = &in->fcache;
+	in->vr.on = false;
+	in->vr_cand.on = false;
+	if (++in->ne_gen == 0) {
+		memset(in->neb, 0, (size_t)(in->nmodels + 1) * 65 * sizeof(*in->neb));
+		in->ne_gen = 1;
+	}
 	c->ucache = &in->ucache;
 	c->tgpus = sched__scratch(c, SCR_TGPUS, (s->ntenants + 1) * sizeof(int64_t), true);
 	c->tjobs = sched__scratch(c, SCR_TJOBS, (s->ntenants + 1) * sizeof(int), true);
@@ -679,6 +764,8 @@ void sched__inc_end(struct cyc *c)
 	in->ntouched = 0;
 	for (size_t i = 0; i < c->nresv; i++)
 		in->rhead[c->resv[i].node] = -1;
+	in->vr.on = false;
+	in->vr_cand.on = false;
 	for (size_t i = 0; i < in->nvlist; i++)
 		in->vslot[in->vlist[i]] = false;
 	in->nvlist = 0;
@@ -868,6 +955,119 @@ static int bucket_next(struct bucket_it *it)
 	}
 }
 
+static bool ne_fails(const struct inc *in, const struct nebound *b, int64_t t1, size_t nmin)
+{
+	if (b->gen != in->ne_gen)
+		return false;
+	for (int i = 0; i < b->n; i++)
+		if (b->t1[i] <= t1 && b->ne[i] < nmin)
+			return true;
+	return false;
+}
+
+static void ne_learn(const struct inc *in, struct nebound *b, int64_t t1, size_t ne)
+{
+	if (b->gen != in->ne_gen) {
+		b->gen = in->ne_gen;
+		b->n = 0;
+	}
+	for (int i = 0; i < b->n; i++) {
+		if (b->t1[i] <= t1 && b->ne[i] <= ne)
+			return; /* known already */
+		if (b->t1[i] >= t1 && b->ne[i] >= ne) {
+			b->t1[i] = t1; /* the new bound covers this one */
+			b->ne[i] = ne;
+			return;
+		}
+	}
+	int i = b->n < SCHED_NE_SLOTS ? b->n++ : (int)(ne % SCHED_NE_SLOTS);
+	b->t1[i] = t1;
+	b->ne[i] = ne;
+}
+
+/*
+ * sched__place_flat() now, for the shape of the reservation held by counts
+ * (every node of the row has g GPUs): a candidate is a node of bucket
+ * (row, g). Its reserved nodes come first when the run ends by the
+ * reservation's start (time key), and they are the lowest in node order:
+ * so the first `want` nodes of the bucket. A run that overlaps it may not
+ * use them: the first `want` above index b.
+ */
+static size_t place_held(struct cyc *c, const struct req *q, int64_t t1, struct nebound *nb, struct sched_alloc *out)
+{
+	struct inc *in = c->inc;
+	const struct vres *v = &in->vr;
+	const uint64_t *w = &in->bm[((size_t)v->row * 65 + (size_t)v->g) * in->nw];
+	size_t total = (size_t)sched__nodes_ge(c, q->model, q->g), held = 0;
+	int from = 0;
+	if (v->start < t1 && v->b >= 0) {
+		size_t last = (size_t)v->b / 64;
+		for (size_t i = 0; i < last; i++)
+			held += (size_t)sched__pc(w[i]);
+		uint64_t lo = (size_t)v->b % 64 == 63 ? ~(uint64_t)0 : ((uint64_t)1 << ((size_t)v->b % 64 + 1)) - 1;
+		held += (size_t)sched__pc(w[last] & lo);
+		from = v->b + 1;
+	}
+	size_t ne = total - held;
+	ne_learn(in, nb, t1, ne);
+	if (ne < (size_t)q->nmin)
+		return 0;
+	size_t want = q->nmax == 1 ? 1 : (ne < (size_t)q->nmax ? ne : (size_t)q->nmax);
+	size_t o = 0;
+	for (size_t i = (size_t)from / 64; i < in->nw && o < want; i++) {
+		uint64_t bits = w[i];
+		if (i == (size_t)from / 64 && from % 64)
+			bits &= ~(((uint64_t)1 << (from % 64)) - 1);
+		for (; bits && o < want; bits &= bits - 1) {
+			int n = (int)(i * 64) + __builtin_ctzll(bits);
+			out[o++] = (struct sched_alloc){ n, c->freemask[n] & c->avail[n] }; /* all g of them */
+		}
+	}
+	if (o != want)
+		abort(); /* the buckets disagree with the counts: a bug, never a wrong placement */
+	return o;
+}
+
+static size_t whole_pick(struct cyc *c, int model, int g, size_t need, size_t nseg, const uint64_t *w, size_t nw,
+                         struct cand *ch, int *last_free);
+
+bool sched__vres_take(struct cyc *c, const struct sched_alloc *a, size_t na, int64_t start, int64_t end)
+{
+	struct inc *in = c->inc;
+	struct vres *v = &in->vr_cand;
+	if (!c->flat || !v->on || in->vr.on || c->nresv || start != v->start || na != v->nalloc ||
+	    (v->alloc ? !na || a[0].node != v->alloc[0].node : na != 0))
+		return false;
+	in->vr = *v;
+	in->vr.end = end;
+	in->vr.alloc = v->alloc ? a : NULL; /* unnamed: a is the empty copy */
+	v->on = false;
+	return true;
+}
+
+void sched__resv_name(struct cyc *c)
+{
+	struct inc *in = c->inc;
+	if (!in || !in->vr.on)
+		return;
+	struct vres *v = &in->vr;
+	v->on = false;
+	const struct sched_alloc *a = v->alloc;
+	size_t na = v->nalloc;
+	if (!a) { /* held without names: the same pick again, on the free nodes it took then */
+		int last;
+		size_t nc = whole_pick(c, v->model, v->g, v->need, v->nseg, in->vr_bits, v->b >= 0 ? (size_t)v->b / 64 + 1 : 0,
+		                       in->sc_pick, &last);
+		if (nc != v->need)
+			abort(); /* the view changed under a held reservation: a bug */
+		in->vr_alloc = sched__grow(in->vr_alloc, &in->cap_vr_alloc, nc + 1, sizeof(*in->vr_alloc));
+		na = emit_by_node(c, in->sc_pick, nc, v->g, in->vr_alloc);
+		a = in->vr_alloc;
+	}
+	for (size_t k = 0; k < na; k++)
+		sched__add_resv(c, a[k].node, a[k].gpus, v->start, v->end);
+}
+
 /*
  * sched__place() without topology levels, on this cycle's free GPUs
  * (PLACE_NOW) or on the sweep's (PLACE_LATER). The candidates that need a
@@ -891,6 +1091,15 @@ size_t sched__place_flat(struct cyc *c, const struct req *q, int64_t t0, int64_t
 	int row = q->model < 0 ? c->nmodels : q->model;
 	if (q->g > c->maxk[row])
 		return 0; /* no node of the model is that big */
+	struct nebound *nb = mode == PLACE_NOW && t0 == c->now ? &in->neb[row * 65 + q->g] : NULL;
+	if (nb && ne_fails(in, nb, t1, (size_t)q->nmin))
+		return 0;
+	in->vr_cand.on = false; /* out (the sweep's placement, maybe) is overwritten */
+	if (in->vr.on) {
+		if (nb && row == in->vr.row && q->g == in->vr.g)
+			return place_held(c, q, t1, nb, out);
+		sched__resv_name(c);
+	}
 	memset(hs, 0, (size_t)(c->maxk[row] + 1) * sizeof(*hs));
 	memset(hb, 0, (size_t)(c->maxk[row] + 1) * sizeof(*hb));
 	if (++in->mk_cur == 0) {
@@ -928,6 +1137,8 @@ size_t sched__place_flat(struct cyc *c, const struct req *q, int64_t t0, int64_t
 	}
 	size_t plain = (size_t)sched__nodes_ge(c, q->model, q->g) - counted;
 	size_t ne = nsp + plain;
+	if (nb)
+		ne_learn(in, nb, t1, ne);
 	if (ne < (size_t)q->nmin)
 		return 0;
 	size_t want = q->nmax == 1 ? 1 : (ne < (size_t)q->nmax ? ne : (size_t)q->nmax);
@@ -1023,6 +1234,212 @@ static int bev_cmp(const void *a, const void *b)
 	return (x->node > y->node) - (x->node < y->node);
 }
 
+/* ------------------------------------------------------------ whole-node sweep */
+
+static int wnode_cmp(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+	return (x->node > y->node) - (x->node < y->node);
+}
+
+/* Nodes run x frees that a whole-node request can use, or -1 when it holds part of a node. */
+static int whole_count(struct inc *in, struct islot *x)
+{
+	if (!x->whole)
+		return -1;
+	if (x->wgen != in->hgen) {
+		x->wcnt = 0;
+		for (size_t a = 0; a < x->nalloc; a++) {
+			int n = x->alloc[a].node;
+			x->wcnt += x->alloc[a].gpus && in->up[n] && in->avail[n] == full_mask(in, n);
+		}
+		x->wgen = in->hgen;
+	}
+	return x->wcnt;
+}
+
+/* Part (n, m) of a release seen by the whole-node sweep: false when it shares its node. */
+static bool wpart(struct cyc *c, const struct req *q, int n, uint64_t m, size_t *ec)
+{
+	struct inc *in = c->inc;
+	uint64_t full = in->gcount[n] >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << in->gcount[n]) - 1;
+	if (!m)
+		return true; /* the generic sweep ignores it too: nothing to release */
+	if (m != full || c->freemask[n] || in->sw_stamp[n] == in->sw_cur)
+		return false; /* shared, or free now although released later (a snapshot at odds with itself) */
+	in->sw_stamp[n] = in->sw_cur;
+	if (c->up[n] && model_ok(c, q, n) && sched__pc((c->freemask[n] | m) & c->avail[n]) >= q->g)
+		(*ec)++;
+	return true;
+}
+
+/* A released part as the generic placement would see it at the planned time. */
+static bool wcand(const struct cyc *c, int model, int g, int n, uint64_t m, struct cand *out)
+{
+	uint64_t u = (c->freemask[n] | m) & c->avail[n];
+	if (!m || !c->up[n] || !(model == -1 || (model >= 0 && c->model[n] == model)) || sched__pc(u) < g)
+		return false;
+	*out = (struct cand){ n, sched__pc(u), 0, u, m };
+	return true;
+}
+
+/*
+ * The leaf order at the planned time of a whole-node sweep, its first
+ * `need` into ch: the latest releases first (time key), node order within
+ * one time, then the nodes free now (bits w[0..nw), node order).
+ */
+static size_t whole_pick(struct cyc *c, int model, int g, size_t need, size_t nseg, const uint64_t *w, size_t nw,
+                         struct cand *ch, int *last_free)
+{
+	struct inc *in = c->inc;
+	struct cand *tmp = in->sc_tmp;
+	size_t nc = 0;
+	for (size_t e = nseg; e > 0 && nc < need;) {
+		size_t b = e;
+		while (b > 0 && in->wseg[b - 1].t == in->wseg[e - 1].t)
+			b--;
+		size_t nt = 0;
+		bool sorted = true;
+		for (size_t x = b; x < e; x++) {
+			const struct wseg *v = &in->wseg[x];
+			for (int a = 0; a < v->n; a++)
+				if (wcand(c, model, g, v->a ? v->a[a].node : v->node, v->a ? v->a[a].gpus : v->mask, &tmp[nt])) {
+					sorted = sorted && (nt == 0 || tmp[nt - 1].node < tmp[nt].node);
+					nt++;
+				}
+		}
+		if (nt > need - nc && !sorted)
+			qsort(tmp, nt, sizeof(*tmp), wnode_cmp);
+		for (size_t x = 0; x < nt && nc < need; x++)
+			ch[nc++] = tmp[x];
+		e = b;
+	}
+	*last_free = -1;
+	for (size_t i = 0; i < nw && nc < need; i++)
+		for (uint64_t bits = w[i]; bits && nc < need; bits &= bits - 1) {
+			int n = (int)(i * 64) + __builtin_ctzll(bits);
+			uint64_t fm = in->gcount[n] >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << in->gcount[n]) - 1;
+			ch[nc++] = (struct cand){ n, g, -c->now, fm, fm }; /* free now with all its GPUs */
+			*last_free = n;
+		}
+	return nc;
+}
+
+/*
+ * sched__earliest_flat() when every node of the request's row has the GPU
+ * count it asks for, no reservation is made yet in this cycle, and every
+ * release swept holds its nodes whole (1-GPU nodes; whole-node gangs): a
+ * node is then free or not, so the sweep counts nodes per release instead
+ * of keeping a state per node, and the placement at the planned time is
+ * the leaf order without a sort (whole_pick()). Returns false when a
+ * release shares a node (then the caller sweeps node by node); else *found
+ * and out as the generic sweep would set them, or with
+ * settings.unnamed_reservations no nodes (*na 0): the caller's reservation
+ * is then held by counts (sched__resv_commit()) and named only if a path
+ * needs its nodes.
+ */
+static bool earliest_whole(struct cyc *c, const struct req *q, int64_t rt, struct sched_alloc *out, size_t *na,
+                           int64_t *found)
+{
+	struct inc *in = c->inc;
+	int row = q->model < 0 ? c->nmodels : q->model;
+	(void)rt;
+	if (c->nresv || q->g < 1 || in->hom[row] != q->g || q->nmin != q->nmax || in->nsplit)
+		return false; /* with a run on part of a node the sweep would only find that out half-way */
+	if (++in->sw_cur == 0) {
+		memset(in->sw_stamp, 0, in->nn * sizeof(uint32_t));
+		in->sw_cur = 1;
+	}
+	size_t need = (size_t)q->nmin;
+	size_t ec0 = (size_t)sched__nodes_ge(c, q->model, q->g), ec = ec0;
+	/* Runs count by their summary when no node is shared and every held node is busy. */
+	bool by_run = !in->nshare && !in->nodd && (q->model == -1 || c->nmodels == 1);
+	size_t nseg = 0;
+	size_t i = 0, j = 0;
+	int64_t t = c->now;
+	*found = SCHED_NEVER;
+	while (ec < need) {
+		while (i < in->nrk && in->vslot[in->rk[i].slot])
+			i++;
+		t = INT64_MAX;
+		if (i < in->nrk)
+			t = rel_time(c, in->rk[i].t);
+		if (j < c->ncrel && c->crel[j].t < t)
+			t = c->crel[j].t;
+		if (t == INT64_MAX)
+			return true; /* never */
+		for (;;) {
+			struct wseg w;
+			if (i < in->nrk && rel_time(c, in->rk[i].t) == t) {
+				int k = in->rk[i++].slot;
+				if (in->vslot[k])
+					continue;
+				w = (struct wseg){ t, in->slot[k].alloc, (int)in->slot[k].nalloc, -1, 0 };
+				int cnt = by_run ? whole_count(in, &in->slot[k]) : -1;
+				if (cnt >= 0) { /* no part to look at: it frees whole nodes nobody else holds */
+					ec += (size_t)cnt;
+					in->wseg = sched__grow(in->wseg, &in->cap_wseg, nseg + 1, sizeof(*in->wseg));
+					in->wseg[nseg++] = w;
+					continue;
+				}
+			} else if (j < c->ncrel && c->crel[j].t == t) {
+				const struct rel *r = &c->crel[j++];
+				w = (struct wseg){ t, r->node >= 0 ? NULL : r->alloc, r->node >= 0 ? 1 : r->nalloc, r->node,
+				                   r->mask };
+			} else {
+				break;
+			}
+			for (int a = 0; a < w.n; a++)
+				if (!wpart(c, q, w.a ? w.a[a].node : w.node, w.a ? w.a[a].gpus : w.mask, &ec))
+					return false;
+			in->wseg = sched__grow(in->wseg, &in->cap_wseg, nseg + 1, sizeof(*in->wseg));
+			in->wseg[nseg++] = w;
+		}
+	}
+	const uint64_t *bw = &in->bm[((size_t)row * 65 + (size_t)q->g) * in->nw];
+	int b = -1; /* the last node free now that the placement takes */
+	*found = t;
+	in->vr_cand = (struct vres){ true, row, q->g, -1, t, 0, 0, NULL, q->model, need, nseg };
+	/* a reservation holding quota counts its nodes by model (sched_quota.c) */
+	if (c->s->settings.unnamed_reservations && !c->quota) {
+		size_t p = need > ec - ec0 ? need - (ec - ec0) : 0; /* nodes free now it takes */
+		size_t wi = 0;
+		for (; p && wi < in->nw; wi++) {
+			size_t k = (size_t)sched__pc(bw[wi]);
+			if (k < p) {
+				p -= k;
+				continue;
+			}
+			uint64_t bits = bw[wi];
+			for (; p > 1; p--)
+				bits &= bits - 1;
+			b = (int)(wi * 64) + __builtin_ctzll(bits);
+			p = 0;
+		}
+		if (p)
+			abort(); /* the counts disagree with the buckets: a bug, never a wrong placement */
+		if (b >= 0) { /* the free nodes it takes, for sched__resv_name() */
+			size_t nw = (size_t)b / 64 + 1;
+			in->vr_bits = sched__grow(in->vr_bits, &in->cap_vr_bits, nw, sizeof(uint64_t));
+			memcpy(in->vr_bits, bw, nw * sizeof(uint64_t));
+			if (b % 64 != 63)
+				in->vr_bits[nw - 1] &= ((uint64_t)1 << (b % 64 + 1)) - 1;
+		}
+		in->vr_cand.b = b;
+		*na = 0;
+		return true;
+	}
+	struct cand *ch = in->sc_pick;
+	size_t nc = whole_pick(c, q->model, q->g, need, nseg, bw, in->nw, ch, &b);
+	if (nc != need)
+		abort(); /* the counts disagree with the buckets: a bug, never a wrong placement */
+	*na = emit_by_node(c, ch, nc, q->g, out);
+	in->vr_cand.b = b;
+	in->vr_cand.nalloc = *na;
+	in->vr_cand.alloc = out;
+	return true;
+}
+
 /*
  * sched__earliest() without topology levels: the same sweep over the same
  * events, but a node's state is set up when an event first touches it and
@@ -1036,6 +1453,11 @@ int64_t sched__earliest_flat(struct cyc *c, const struct req *q, int64_t rt, str
 	*na = 0;
 	if (q->model == -2)
 		return SCHED_NEVER;
+	int64_t found = SCHED_NEVER;
+	in->vr_cand.on = false;
+	sched__resv_name(c);
+	if (earliest_whole(c, q, rt, out, na, &found))
+		return found;
 	if (++in->sw_cur == 0) {
 		memset(in->sw_stamp, 0, in->nn * sizeof(uint32_t));
 		in->sw_cur = 1;
@@ -1065,7 +1487,7 @@ int64_t sched__earliest_flat(struct cyc *c, const struct req *q, int64_t rt, str
 		ec = ec - counted + el;
 	}
 	size_t i = 0, j = 0, k = 0;
-	int64_t t = now, found = SCHED_NEVER;
+	int64_t t = now;
 	for (;;) {
 		if (ec >= (size_t)q->nmin) {
 			*na = sched__place_flat(c, q, t, t + rt, PLACE_LATER, out);

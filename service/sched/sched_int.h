@@ -79,10 +79,38 @@ struct islot {
 	bool preemptible, live;
 	size_t nalloc, cap_alloc;
 	struct sched_alloc *alloc;
+	bool whole;                     /* every part holds all GPUs of its node (or none) */
+	uint32_t wgen;                  /* wcnt is right while equal to inc.hgen */
+	int wcnt;                       /* parts on UP nodes with every GPU healthy */
 };
 
 struct pcount {
 	int prio, n;
+};
+
+/*
+ * An upper bound on the nodes a start-now placement of (model row, g) could
+ * use (sched__place_flat()'s candidate count), learnt in this cycle: for
+ * every end t1 >= t1[i] at most ne[i]. A cycle only takes GPUs and adds
+ * reservations, and a later end overlaps more reservations, so the bound
+ * holds for the rest of the cycle; a gang wider than it fails without a
+ * look at the reserved nodes (EASY's count of free nodes).
+ */
+/* One release the whole-node sweep went past: parts a[0..n) (or node/mask when a is NULL) at t. */
+struct wseg {
+	int64_t t;
+	const struct sched_alloc *a;
+	int n;
+	int node;
+	uint64_t mask;
+};
+
+#define SCHED_NE_SLOTS 4
+struct nebound {
+	uint32_t gen;                   /* valid when equal to inc.ne_gen */
+	int n;
+	int64_t t1[SCHED_NE_SLOTS];
+	size_t ne[SCHED_NE_SLOTS];
 };
 
 /*
@@ -154,6 +182,39 @@ struct inc {
 	size_t cap_resv;
 	struct ctab ucache;             /* unit maxima: static and health data only */
 	struct ctab fcache;             /* failed shapes: cleared every cycle */
+	int *nown;                      /* per node: live runs with GPUs on it */
+	size_t nshare;                  /* nodes with two or more (sub-node runs) */
+	size_t nsplit;                  /* live runs that hold part of a node */
+	size_t nodd;                    /* nodes a run holds that have free GPUs (a snapshot at odds) */
+	uint32_t hgen;                  /* bumped when a node's state or health changes */
+	struct nebound *neb;            /* [(nmodels + 1) * 65] */
+	int *hom;                       /* [nmodels + 1]: the GPU count of every node of the row, or -1 */
+	struct wseg *wseg;              /* the whole-node sweep's releases, in sweep order */
+	size_t cap_wseg;
+	/*
+	 * The cycle's one reservation while it is held by counts (see
+	 * sched__resv_commit()): its nodes that are free now are exactly the
+	 * nodes of bucket (row, g) with index <= b (the whole-node sweep takes
+	 * the free nodes in node order, and in a cycle no node enters a
+	 * bucket); the others are busy now and matter to no start now. alloc
+	 * (borrowed from the decisions) names them all when a path needs them
+	 * one by one (sched__resv_name()).
+	 */
+	struct vres {
+		bool on;
+		int row, g, b;
+		int64_t start, end;
+		size_t nalloc;
+		const struct sched_alloc *alloc; /* NULL: unnamed (settings.unnamed_reservations) */
+		int model;                  /* of the request, and what whole_pick() needs to name it */
+		size_t need, nseg;          /* nseg: its releases, still in wseg */
+	} vr;
+	uint64_t *vr_bits;              /* unnamed: the bucket's words up to b when it was made */
+	size_t cap_vr_bits;
+	struct sched_alloc *vr_alloc;   /* unnamed: its nodes once named */
+	size_t cap_vr_alloc;
+	struct vres vr_cand;            /* what the last whole-node sweep found (on: valid) */
+	uint32_t ne_gen;                /* this cycle's */
 };
 
 struct cyc {
@@ -263,6 +324,11 @@ void sched__add_crel(struct cyc *c, int64_t t, int node, uint64_t mask, int run)
 /* sched__add_crel() for every part of a with GPUs, in one insertion (wide gangs). */
 void sched__add_crel_n(struct cyc *c, int64_t t, const struct sched_alloc *a, size_t na, int run);
 void sched__add_resv(struct cyc *c, int node, uint64_t mask, int64_t start, int64_t end);
+/* A reservation of a[0..na) over [start, end) (a borrowed for the cycle): per node, or held by counts. */
+void sched__resv_commit(struct cyc *c, int64_t start, int64_t end, const struct sched_alloc *a, size_t na);
+/* Per node from now on: a reservation held by counts is written out (every path but the fast ones). */
+void sched__resv_name(struct cyc *c);
+bool sched__vres_take(struct cyc *c, const struct sched_alloc *a, size_t na, int64_t start, int64_t end);
 size_t sched__place(struct cyc *c, const struct req *q, const uint64_t *base, int64_t t0, int64_t t1,
                     enum place_mode mode, struct sched_alloc *out);
 int64_t sched__earliest(struct cyc *c, const struct req *q, int64_t rt, struct sched_alloc *out, size_t *na);

@@ -55,6 +55,15 @@ void sched__add_resv(struct cyc *c, int node, uint64_t mask, int64_t start, int6
 	c->rhead[node] = (int)c->nresv++;
 }
 
+void sched__resv_commit(struct cyc *c, int64_t start, int64_t end, const struct sched_alloc *a, size_t na)
+{
+	if (c->inc && sched__vres_take(c, a, na, start, end))
+		return;
+	sched__resv_name(c);
+	for (size_t k = 0; k < na; k++)
+		sched__add_resv(c, a[k].node, a[k].gpus, start, end);
+}
+
 /* ------------------------------------------------------------ caches */
 
 static uint64_t mix(uint64_t h, int64_t v)
@@ -501,6 +510,7 @@ size_t sched__place(struct cyc *c, const struct req *q, const uint64_t *base, in
 		return 0;
 	if (c->flat && mode == PLACE_NOW && base == c->freemask)
 		return sched__place_flat(c, q, t0, t1, mode, out);
+	sched__resv_name(c);
 	for (size_t n = 0; n < c->nn; n++) {
 		if (!c->up[n] || !model_ok(c, q, (int)n))
 			continue;
@@ -644,6 +654,7 @@ int64_t sched__earliest(struct cyc *c, const struct req *q, int64_t rt, struct s
 		return SCHED_NEVER;
 	if (c->flat)
 		return sched__earliest_flat(c, q, rt, out, na);
+	sched__resv_name(c);
 	if (c->inc && !c->rel)
 		sched__inc_rel(c);
 	uint64_t *blk = sched__xcalloc(c->nn + 1, sizeof(uint64_t));

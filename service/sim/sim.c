@@ -763,6 +763,7 @@ int sim_run(struct sim_cluster *cl, const struct trace *tr, const struct sim_opt
 	}
 	s.settings = cl->settings;
 	s.settings.quiet = true;
+	s.settings.unnamed_reservations = true; /* it reads only their start */
 	s.settings.predict = o->predict || cl->settings.predict;
 	switch (o->policy) {
 	case SIM_FCFS:

@@ -98,6 +98,17 @@ static bool parse_num(const char *s, size_t n, double *out)
 	char tmp[64];
 	if (n == 0 || n >= sizeof(tmp))
 		return false;
+	size_t i = s[0] == '-';
+	if (n > i && n - i <= 15) { /* most SWF fields: an integer, exact in a double, without strtod */
+		int64_t v = 0;
+		size_t k = i;
+		for (; k < n && s[k] >= '0' && s[k] <= '9'; k++)
+			v = v * 10 + (s[k] - '0');
+		if (k == n) {
+			*out = i ? -(double)v : (double)v;
+			return true;
+		}
+	}
 	memcpy(tmp, s, n);
 	tmp[n] = '\0';
 	char *end;

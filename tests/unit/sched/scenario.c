@@ -678,8 +678,13 @@ static bool same_allocs(const struct sched_alloc *a, const struct sched_alloc *b
 	return true;
 }
 
-/* Two decisions are the same, field by field (messages included). */
-static void same_decisions(const struct sched_decisions *a, const struct sched_decisions *b, const char *how)
+/*
+ * Two decisions are the same, field by field (messages included); with
+ * `unnamed`, b's reservations may come without nodes
+ * (settings.unnamed_reservations).
+ */
+static void same_decisions(const struct sched_decisions *a, const struct sched_decisions *b, const char *how,
+                           bool unnamed)
 {
 	bool same = a->nstarts == b->nstarts && a->npreemptions == b->npreemptions && a->nshrinks == b->nshrinks &&
 	            a->nreservations == b->nreservations && a->nfails == b->nfails && a->nverdicts == b->nverdicts;
@@ -697,8 +702,8 @@ static void same_decisions(const struct sched_decisions *a, const struct sched_d
 		       same_allocs(a->shrinks[i].alloc, b->shrinks[i].alloc, a->shrinks[i].nalloc);
 	for (size_t i = 0; same && i < a->nreservations; i++) {
 		const struct sched_reservation *x = &a->reservations[i], *y = &b->reservations[i];
-		same = x->job == y->job && x->start == y->start && x->end == y->end && x->nalloc == y->nalloc &&
-		       same_allocs(x->alloc, y->alloc, x->nalloc);
+		same = x->job == y->job && x->start == y->start && x->end == y->end &&
+		       ((unnamed && y->nalloc == 0) || (x->nalloc == y->nalloc && same_allocs(x->alloc, y->alloc, x->nalloc)));
 	}
 	for (size_t i = 0; same && i < a->nfails; i++)
 		same = a->fails[i].job == b->fails[i].job && strcmp(a->fails[i].message, b->fails[i].message) == 0;
@@ -753,15 +758,17 @@ static void same_with_delta(void)
 	}
 	sched_decisions_init(&d2);
 	snap.delta = &none;
-	const char *how[3] = { "with a delta (view built)", "with an empty delta (view reused)",
-	                       "with every node and run in the delta" };
-	for (int k = 0; k < 3; k++) {
+	const char *how[4] = { "with a delta (view built)", "with an empty delta (view reused)",
+	                       "with every node and run in the delta", "with a delta and unnamed reservations" };
+	for (int k = 0; k < 4; k++) {
 		snap.delta = k == 2 ? &every : &none;
+		snap.settings.unnamed_reservations = k == 3;
 		if (sched_cycle(&snap, &d2) != 0)
 			die("sched_cycle %s: %s", how[k], d2.error);
-		same_decisions(&dec, &d2, how[k]);
+		same_decisions(&dec, &d2, how[k], k == 3);
 	}
 	snap.delta = NULL;
+	snap.settings.unnamed_reservations = false;
 	sched_decisions_release(&d2);
 }
 
