@@ -369,6 +369,21 @@ size_t rest_query_all(const struct rest_req *rq, const char *name, const char **
 	return n;
 }
 
+bool rest_parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+	char *end = NULL;
+	long long v;
+
+	if (!s || !*s || !((*s >= '0' && *s <= '9') || *s == '-'))
+		return false;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (*end || v < lo || v > hi || (errno == ERANGE && lo != INT64_MIN))
+		return false;
+	*out = v;
+	return true;
+}
+
 int rest_query_check(struct rest_req *rq, const char *const *allowed)
 {
 	const struct ctx *c = ctx_of(rq);

@@ -119,6 +119,11 @@ const char *rest_query(const struct rest_req *rq, const char *name);
 size_t rest_query_all(const struct rest_req *rq, const char *name, const char ***vals);
 /* Rejects query keys not in `allowed` (NULL-terminated): MU_EUNKNOWNFIELD. */
 int rest_query_check(struct rest_req *rq, const char *const *allowed);
+/* A decimal integer in [lo, hi] (a query value, a path id): the whole
+ * string, no leading '+' or space. A value past int64 counts as that
+ * bound when lo is INT64_MIN ("any integer": the caller's range check then
+ * says so), else it is refused. */
+bool rest_parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out);
 
 /* A request header (name lowercase), or NULL. Borrowed. */
 const char *rest_header(const struct rest_req *rq, const char *name);

@@ -379,21 +379,6 @@ static int list_run(PGconn *db, struct rest_req *rq, void *arg)
 	return 0;
 }
 
-static bool parse_int(const char *s, long long lo, long long hi, long long *out)
-{
-	char *end = NULL;
-	long long v;
-
-	if (!s || !*s || !((*s >= '0' && *s <= '9') || *s == '-'))
-		return false;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (*end || v < lo || v > hi || (errno == ERANGE && lo != LLONG_MIN))
-		return false;
-	*out = v;
-	return true;
-}
-
 int rest_jobs_list(struct rest_req *rq)
 {
 	static const char *const allowed[] = { "state", "tenant", "user", "label", "limit",
@@ -402,7 +387,7 @@ int rest_jobs_list(struct rest_req *rq)
 	const char **vals, **labels;
 	const char *s;
 	size_t nv, nl;
-	long long v;
+	int64_t v;
 	int ret;
 
 	ret = rest_query_check(rq, allowed);
@@ -410,14 +395,14 @@ int rest_jobs_list(struct rest_req *rq)
 		return ret;
 	la->f.limit = 100;
 	if ((s = rest_query(rq, "limit"))) {
-		if (!parse_int(s, LLONG_MIN, LLONG_MAX, &v))
+		if (!rest_parse_int(s, INT64_MIN, INT64_MAX, &v))
 			return mu_error_set(&rq->err, MU_ETYPE, "limit", "must be an integer");
 		if (v < 1 || v > 1000)
 			return mu_error_set(&rq->err, MU_ERANGE, "limit", "must be 1..1000");
 		la->f.limit = (int)v;
 	}
 	if ((s = rest_query(rq, "cursor")) && *s) {
-		if (!parse_int(s, 0, INT64_MAX, &v))
+		if (!rest_parse_int(s, 0, INT64_MAX, &v))
 			return mu_error_set(&rq->err, MU_EINVAL, "cursor", "not a cursor from this API");
 		la->f.after_id = v;
 	}

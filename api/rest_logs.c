@@ -51,28 +51,13 @@ struct logs_req {
 	int retries, missing;
 };
 
-static bool parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
-{
-	char *end = NULL;
-	long long v;
-
-	if (!s || !*s || !((*s >= '0' && *s <= '9') || *s == '-'))
-		return false;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (*end || errno == ERANGE || v < lo || v > hi)
-		return false;
-	*out = v;
-	return true;
-}
-
 static int int_param(struct rest_req *rq, const char *name, int64_t lo, int64_t hi, int64_t *out)
 {
 	const char *s = rest_query(rq, name);
 
 	if (!s)
 		return 0;
-	if (!parse_i64(s, lo, hi, out))
+	if (!rest_parse_int(s, lo, hi, out))
 		return mu_error_set(&rq->err, MU_EINVAL, name, "must be an integer %lld..%lld",
 				    (long long)lo, (long long)hi);
 	return 0;
@@ -226,7 +211,7 @@ int rest_jobs_logs(struct rest_req *rq)
 	memset(lr, 0, sizeof(*lr));
 	lr->rq = rq;
 	lr->limit = LOGS_DEFAULT_LIMIT;
-	if (!parse_i64(id, 1, INT64_MAX, &lr->job_id))
+	if (!rest_parse_int(id, 1, INT64_MAX, &lr->job_id))
 		return mu_error_set(&rq->err, MU_ENOTFOUND, "", "no such job");
 	ret = rest_query_check(rq, allowed);
 	if (ret < 0)
