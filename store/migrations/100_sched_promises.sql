@@ -28,4 +28,8 @@ FROM (SELECT j.tenant_id, j.user_name, r.id, r.ended_at,
 GROUP BY tenant_id, user_name;
 
 -- Prediction is on by default now; settings.predict_runtimes = false turns it off.
-UPDATE settings SET value = 'true', updated_at = now() WHERE key = 'predict_runtimes' AND value = 'false';
+-- The old default is flipped only where nobody has touched it since the
+-- first migration seeded it (an operator's own 'false' stays).
+UPDATE settings SET value = 'true', updated_at = now()
+WHERE key = 'predict_runtimes' AND value = 'false'
+  AND updated_at <= (SELECT applied_at FROM schema_migrations WHERE version = 1);
