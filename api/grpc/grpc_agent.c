@@ -659,6 +659,13 @@ static void connect_start(struct gcall *c)
 	G.list = a;
 	pthread_mutex_unlock(&G.mu);
 	unclaim(a->node); /* listed now: the list answers for it */
+	/* A client gone before it was listed found nothing to unlist in
+	 * agent_closed(): unlist it now (whichever runs second finds nothing). */
+	pthread_mutex_lock(&c->mu);
+	bool gone = c->closed;
+	pthread_mutex_unlock(&c->mu);
+	if (gone)
+		agent_closed(c);
 	if (grpc_stopping())
 		gcall_stream_finish(c, MU_EUNAVAIL, "server shutting down");
 	wake_agent_thread();

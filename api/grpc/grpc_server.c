@@ -450,7 +450,10 @@ static void work_done(struct store_work *w)
 			mu_error_set(&c->err, rc, "", "%s", mu_strerror(rc));
 	}
 	if (rc == 0 && c->m->kind != GK_UNARY && c->m->start) {
+		/* the stream may close and finish on the queue's thread meanwhile */
+		gcall_ref(c);
 		c->m->start(c);
+		gcall_unref(c);
 		return;
 	}
 	gcall_reply(c, rc);
