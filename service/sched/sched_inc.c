@@ -820,6 +820,19 @@ static int64_t rel_time(const struct cyc *c, int64_t end)
 	return end <= c->now ? c->now + 1 : end; /* as sched__run_end() */
 }
 
+/* The next release time of both sweeps: the first run in end order not
+ * vacated this cycle (skipped past in *i), or the cycle's own next start's
+ * release (crel[j]), whichever is sooner; INT64_MAX when none is left. */
+static int64_t next_release(const struct cyc *c, const struct inc *in, size_t *i, size_t j)
+{
+	while (*i < in->nrk && in->vslot[in->rk[*i].slot])
+		(*i)++;
+	int64_t t = *i < in->nrk ? rel_time(c, in->rk[*i].t) : INT64_MAX;
+	if (j < c->ncrel && c->crel[j].t < t)
+		t = c->crel[j].t;
+	return t;
+}
+
 /* c->rel as setup() builds it, for the general sweep (topology levels). */
 void sched__inc_rel(struct cyc *c)
 {
@@ -1359,13 +1372,7 @@ static bool earliest_whole(struct cyc *c, const struct req *q, int64_t rt, struc
 	int64_t t = c->now;
 	*found = SCHED_NEVER;
 	while (ec < need) {
-		while (i < in->nrk && in->vslot[in->rk[i].slot])
-			i++;
-		t = INT64_MAX;
-		if (i < in->nrk)
-			t = rel_time(c, in->rk[i].t);
-		if (j < c->ncrel && c->crel[j].t < t)
-			t = c->crel[j].t;
+		t = next_release(c, in, &i, j);
 		if (t == INT64_MAX)
 			return true; /* never */
 		for (;;) {
@@ -1496,13 +1503,7 @@ int64_t sched__earliest_flat(struct cyc *c, const struct req *q, int64_t rt, str
 				break;
 			}
 		}
-		while (i < in->nrk && in->vslot[in->rk[i].slot])
-			i++;
-		t = INT64_MAX;
-		if (i < in->nrk)
-			t = rel_time(c, in->rk[i].t);
-		if (j < c->ncrel && c->crel[j].t < t)
-			t = c->crel[j].t;
+		t = next_release(c, in, &i, j);
 		if (k < nbev && bev[k].t < t)
 			t = bev[k].t;
 		if (t == INT64_MAX)
