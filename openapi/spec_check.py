@@ -153,7 +153,6 @@ class Operation:
         self.raw = raw
         self.op = resolved
         self.id = raw.get('operationId', '%s %s' % (self.method, template))
-        self.issue = raw.get('x-muster-issue')
         self.public = resolved.get('security') == []
         self._parts = template.strip('/').split('/')
 

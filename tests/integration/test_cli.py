@@ -2,8 +2,8 @@
 
 Every check runs the CLI as a user would (a subprocess with MUSTER_URL /
 MUSTER_TOKEN or a config file) and checks its stdout, stderr, exit code,
-and the database or REST state it should have changed. Tests whose
-endpoints the API does not serve yet are skipped (exit 77 when all are).
+and the database or REST state it should have changed. An endpoint the API
+does not serve fails the test that needs it.
 """
 
 import json
@@ -11,11 +11,10 @@ import os
 import re
 import secrets
 import subprocess
-import sys
 import tempfile
 
 import harness
-from harness import check, check_eq, skip
+from harness import check, check_eq
 
 EXIT_ERROR, EXIT_USAGE, EXIT_NOTFOUND, EXIT_AUTH, EXIT_UNAVAIL = 1, 2, 3, 4, 5
 ENDPOINT_MISSING = (404, 405, 501)
@@ -47,10 +46,10 @@ def check_one_error_line(err, *needles):
 
 
 def need(c, method, path, body=None):
-    """Skips the calling test when the API does not route `path` yet."""
+    """Fails the calling test when the API does not route `path`."""
     st, _, b = c.api(method, path, body)
-    if st in ENDPOINT_MISSING and not (isinstance(b, dict) and b.get("field")):
-        skip("muster-api does not serve %s %s yet (%s)" % (method, path, st))
+    check(st not in ENDPOINT_MISSING or (isinstance(b, dict) and b.get("field")),
+          "muster-api does not serve %s %s (%s)" % (method, path, st))
     return st, b
 
 
@@ -492,19 +491,14 @@ def test_default_name_and_later_endpoints(c):
     rc, out, err = run(c, "submit", "--parsable", "--wrap", "echo hi", token=tok)
     check_eq(c.sql("SELECT name, command::text FROM jobs WHERE id = $1", int(out)),
              [("wrap", '["/bin/sh", "-c", "echo hi"]')])
-    # explain, usage and fairshare come with the scheduler: until then a clear message.
     for args, path in ((["explain", jid], "/v1/jobs/%d/explain" % jid),
                        (["usage", "--group-by", "user"], "/v1/usage"),
                        (["fairshare"], "/v1/fairshare"),
                        (["scheduler"], "/v1/scheduler")):
-        st, _, _ = c.api("GET", path)
+        need(c, "GET", path)
         rc, out, err = run(c, *args)
-        if st in ENDPOINT_MISSING:
-            check_eq(rc, EXIT_ERROR, args, err)
-            check_one_error_line(err, "does not support")
-        else:
-            check_eq(rc, 0, args, err)
-            check(out, args)
+        check_eq(rc, 0, args, err)
+        check(out, args)
     rc, out, err = run(c, "explain", "999999999")
     check_eq(rc, EXIT_NOTFOUND, err)
     check_one_error_line(err, "Not found")
@@ -517,25 +511,14 @@ def test_test_only(c):
           "VALUES ('cli-dry-n', 'H100', 0, now()) ON CONFLICT (name) DO NOTHING")
     before = c.sql_value("SELECT count(*) FROM jobs")
     rc, out, err = run(c, "submit", "--test-only", "-N", "1", "--", "true", token=tok)
-    st, _, _ = c.api("POST", "/v1/jobs/dry-run",
-                     {"tenant": "cli-dry", "nodes": 1, "gpus_per_node": 0, "command": ["true"]})
-    if st in ENDPOINT_MISSING:
-        check_eq(rc, EXIT_ERROR, err)
-        check_one_error_line(err, "does not support --test-only")
-    else:
-        check_eq(rc, 0, err)
-        check(out.startswith("Job would"), out)
+    need(c, "POST", "/v1/jobs/dry-run",
+         {"tenant": "cli-dry", "nodes": 1, "gpus_per_node": 0, "command": ["true"]})
+    check_eq(rc, 0, err)
+    check(out.startswith("Job would"), out)
     check_eq(c.sql_value("SELECT count(*) FROM jobs"), before)
 
 
 if __name__ == "__main__":
-    if not harness.binary("muster"):
-        print("SKIP: muster is not built")
-        sys.exit(harness.SKIP)
-    if not harness.binary("muster-api"):
-        # The server-less tests still run; the rest need muster-api.
-        for name in [n for n in list(globals()) if n.startswith("test_")]:
-            fn = globals()[name]
-            if fn.__code__.co_argcount:
-                globals()[name] = (lambda n: lambda: skip("muster-api is not built"))(name)
+    harness.require_binary("muster")
+    harness.require_binary("muster-api")
     harness.main(api=True)

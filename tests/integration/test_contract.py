@@ -7,8 +7,8 @@ type and its body against the response schema (Draft 2020-12, $refs inlined,
 strict RFC 3339 date-times); each body the server accepted is checked against
 the request schema (the spec must not be stricter than the server). Every
 operation that has a route in api/routes.def must have been answered with a
-2xx at least once. Operations without a route yet (x-muster-issue 4, or rows
-the API engineers have not added) are listed and skipped.
+2xx at least once. An operation without a route fails (test_routes_spec says
+which); nothing here skips because a feature is missing.
 
 GET /openapi.json must be byte for byte the JSON the build generated.
 """
@@ -16,7 +16,7 @@ import os
 import sys
 
 import harness
-from harness import check, check_eq, skip
+from harness import check, check_eq
 
 sys.path.insert(0, os.path.join(harness.SOURCE_DIR, 'openapi'))
 import spec_check  # noqa: E402
@@ -34,8 +34,7 @@ def routed(op_id):
 
 def need(*op_ids):
     missing = [o for o in op_ids if not routed(o)]
-    if missing:
-        skip('no route yet for %s' % ', '.join(missing))
+    check(not missing, 'no route in api/routes.def for %s' % ', '.join(missing))
 
 
 def job_body(**kw):
@@ -372,43 +371,31 @@ def test_running_job(c):
 
 
 def test_scheduler_endpoints(c):
-    """Issue 4's endpoints, when their routes exist."""
+    """The scheduler status, usage, fair-share, explain and dry-run endpoints."""
     cc = client(c)
-    ran = False
-    if routed('getScheduler'):
-        cc('GET', '/v1/scheduler', expect=200)
-        cc('GET', '/v1/scheduler', token='', expect=401)
-        ran = True
-    if routed('getUsage'):
-        cc('GET', '/v1/usage', expect=200)
-        cc('GET', '/v1/usage?group_by=user&from=2026-01-01T00:00:00Z&to=2030-01-01T00:00:00Z', expect=200)
-        cc('GET', '/v1/usage?from=2026-01-01&group_by=tenant', expect=200, what='plain date')
-        cc('GET', '/v1/usage?group_by=planet', expect=400)
-        cc('GET', '/v1/usage?colour=red', expect=400)
-        cc('GET', '/v1/usage', token='', expect=401)
-        cc('GET', '/v1/usage?from=yesterday', expect=400)
-        ran = True
-    if routed('getFairshare'):
-        cc('GET', '/v1/fairshare', expect=200)
-        cc('GET', '/v1/fairshare', token=S.get('vision'), expect=200, what='tenant view')
-        cc('GET', '/v1/fairshare', token='', expect=401)
-        ran = True
-    if routed('explainJob'):
-        if S.get('job'):
-            cc('GET', '/v1/jobs/%d/explain' % S['job'], expect=200)
-        cc('GET', '/v1/jobs/999999/explain', expect=404)
-        ran = True
-    if routed('dryRunJob'):
-        cc('POST', '/v1/jobs/dry-run', job_body(tenant='vision'), expect=200)
-        cc('POST', '/v1/jobs/dry-run', job_body(tenant='vision', nodes=0), expect=400)
-        cc('POST', '/v1/jobs/dry-run', job_body(tenant='vision', topology={'required': 'rack'}, nodes=64),
-           expect=200, what='never fits')
-        n = c.sql_value('SELECT count(*) FROM jobs')
-        cc('POST', '/v1/jobs/dry-run', job_body(), token=S.get('vision'), expect=200)
-        check_eq(c.sql_value('SELECT count(*) FROM jobs'), n, 'dry-run wrote a job')
-        ran = True
-    if not ran:
-        skip('no route yet for the scheduler endpoints (issue 4)')
+    need('getScheduler', 'getUsage', 'getFairshare', 'explainJob', 'dryRunJob')
+    cc('GET', '/v1/scheduler', expect=200)
+    cc('GET', '/v1/scheduler', token='', expect=401)
+    cc('GET', '/v1/usage', expect=200)
+    cc('GET', '/v1/usage?group_by=user&from=2026-01-01T00:00:00Z&to=2030-01-01T00:00:00Z', expect=200)
+    cc('GET', '/v1/usage?from=2026-01-01&group_by=tenant', expect=200, what='plain date')
+    cc('GET', '/v1/usage?group_by=planet', expect=400)
+    cc('GET', '/v1/usage?colour=red', expect=400)
+    cc('GET', '/v1/usage', token='', expect=401)
+    cc('GET', '/v1/usage?from=yesterday', expect=400)
+    cc('GET', '/v1/fairshare', expect=200)
+    cc('GET', '/v1/fairshare', token=S.get('vision'), expect=200, what='tenant view')
+    cc('GET', '/v1/fairshare', token='', expect=401)
+    if S.get('job'):
+        cc('GET', '/v1/jobs/%d/explain' % S['job'], expect=200)
+    cc('GET', '/v1/jobs/999999/explain', expect=404)
+    cc('POST', '/v1/jobs/dry-run', job_body(tenant='vision'), expect=200)
+    cc('POST', '/v1/jobs/dry-run', job_body(tenant='vision', nodes=0), expect=400)
+    cc('POST', '/v1/jobs/dry-run', job_body(tenant='vision', topology={'required': 'rack'}, nodes=64),
+       expect=200, what='never fits')
+    n = c.sql_value('SELECT count(*) FROM jobs')
+    cc('POST', '/v1/jobs/dry-run', job_body(), token=S.get('vision'), expect=200)
+    check_eq(c.sql_value('SELECT count(*) FROM jobs'), n, 'dry-run wrote a job')
 
 
 def test_job_logs(c):
@@ -416,8 +403,7 @@ def test_job_logs(c):
     SQL on its node (no scheduler here) is started by the agent; its stdout
     comes back as text/plain; a node without an agent answers 503."""
     need('getJobLogs', 'submitJob')
-    if not harness.binary('muster-agent'):
-        skip('muster-agent is not built')
+    check(harness.binary('muster-agent'), 'muster-agent is not built')
     cc = client(c)
     token = c.make_token('agent', node='log-001')
     c.start_process(

@@ -2,8 +2,8 @@
 """The route table and the OpenAPI spec agree, and the spec checks itself.
 
 - every REST_ROUTE row of api/routes.def is an operation of openapi/muster.yaml
-  (method + path) and every operation of the spec has a row; operations marked
-  `x-muster-issue: 4` may lack a row until the scheduler's issue lands;
+  (method + path) and every operation of the spec has a row (no operation is
+  marked as planned: an `x-muster-*` marker on an operation fails);
 - a REST_PUBLIC route is `security: []` in the spec and the other way round;
   an authenticated operation declares 401, one closed to some role 403;
 - every example in the spec validates against its schema;
@@ -25,13 +25,6 @@ import spec_check  # noqa: E402
 SPEC = spec_check.Spec.load()
 ROUTES = spec_check.read_routes(os.path.join(ROOT, 'api', 'routes.def'))
 ALL_ROLES = ('REST_ANYONE',)
-# While the API engineers were still adding rows, a spec operation without a
-# route skipped (exit 77, naming them) instead of failing. Now routes.def
-# is complete: a spec-only operation (not x-muster-issue) fails CTest.
-STRICT_ROUTES = True
-SKIPPED = []
-
-
 class RoutesAgree(unittest.TestCase):
     def test_every_route_is_in_the_spec(self):
         missing = []
@@ -44,14 +37,12 @@ class RoutesAgree(unittest.TestCase):
     def test_every_operation_has_a_route(self):
         rows = {(m, p) for m, p, _ in ROUTES}
         missing = [o.id + ' (%s %s)' % (o.method, o.template) for o in SPEC.ops
-                   if (o.method, o.template) not in rows and o.issue is None]
-        if missing and not STRICT_ROUTES:
-            SKIPPED.append('spec operations without a routes.def row yet: ' + ', '.join(missing))
-            self.skipTest(SKIPPED[-1])
+                   if (o.method, o.template) not in rows]
         self.assertEqual(missing, [], 'spec operations without a routes.def row')
-        later = [o.id for o in SPEC.ops if (o.method, o.template) not in rows and o.issue is not None]
-        if later:
-            print('planned (x-muster-issue), no route yet: %s' % ', '.join(later))
+
+    def test_no_planned_markers(self):
+        marked = ['%s: %s' % (o.id, k) for o in SPEC.ops for k in o.raw if k.startswith('x-muster-')]
+        self.assertEqual(marked, [], 'operations marked as planned: ship them or take them out')
 
     def test_no_duplicate_routes(self):
         seen = [(m, p) for m, p, _ in ROUTES]
@@ -177,8 +168,5 @@ class SpecSelfCheck(unittest.TestCase):
 
 if __name__ == '__main__':
     result = unittest.main(verbosity=2, exit=False).result
-    if not result.wasSuccessful():
+    if not result.wasSuccessful() or result.skipped:
         sys.exit(1)
-    if SKIPPED:
-        print('SKIP (exit 77): ' + '; '.join(SKIPPED))
-        sys.exit(77)

@@ -26,22 +26,7 @@ add_test(NAME unit.fairtree.cases
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/fairtree/run_cases.py
                  $<TARGET_FILE:fairshare_driver> ${CMAKE_CURRENT_LIST_DIR}/fairtree/cases)
 
-# The same golden cases through the real `muster-sim --fairshare`, once the
-# simulator's main calls sim_fairshare_main() (checked in its sources, so the
-# test appears by itself when SCHED wires the flag, and never goes red before).
-if(TARGET muster-sim)
-  file(GLOB MU_SIM_SOURCES ${MU_FS_DIR}/*.c)
-  list(REMOVE_ITEM MU_SIM_SOURCES ${MU_FS_DIR}/fairshare_cli.c)
-  set(MU_SIM_CALLS_FAIRSHARE OFF)
-  foreach(f IN LISTS MU_SIM_SOURCES)
-    file(READ ${f} MU_SIM_TEXT)
-    if(MU_SIM_TEXT MATCHES "sim_fairshare_main[ \t]*\\(")
-      set(MU_SIM_CALLS_FAIRSHARE ON)
-    endif()
-  endforeach()
-  if(MU_SIM_CALLS_FAIRSHARE)
-    add_test(NAME unit.fairtree.sim_cases
-             COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/fairtree/run_cases.py
-                     $<TARGET_FILE:muster-sim> ${CMAKE_CURRENT_LIST_DIR}/fairtree/cases --fairshare)
-  endif()
-endif()
+# The same golden cases through the real `muster-sim --fairshare`.
+add_test(NAME unit.fairtree.sim_cases
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/fairtree/run_cases.py
+                 $<TARGET_FILE:muster-sim> ${CMAKE_CURRENT_LIST_DIR}/fairtree/cases --fairshare)
