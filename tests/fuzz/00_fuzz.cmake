@@ -15,6 +15,9 @@ function(muster_fuzz_driver)
     target_compile_options(${F_NAME} PRIVATE -fsanitize=fuzzer)
     target_link_options(${F_NAME} PRIVATE -fsanitize=fuzzer)
     target_link_libraries(${F_NAME} ${F_LIBS})
+    # scripts/fuzz-run reads one line per driver: <binary> <seed dir>...
+    list(JOIN F_CORPUS " " corpus)
+    set_property(GLOBAL APPEND_STRING PROPERTY MU_FUZZ_MANIFEST "$<TARGET_FILE:${F_NAME}> ${corpus}\n")
   endif()
 endfunction()
 
