@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +59,9 @@ static const struct mu_opt opts[] = {
 	{ "log-level", "MUSTER_LOG_LEVEL", MU_OPT_STR, "info", "debug|info|warn|error", &log_level },
 };
 
-static volatile sig_atomic_t stopping;
+/* Set by the signal handler and by main, read by the heartbeat thread: an
+ * atomic (lock-free, so also safe in a handler), not just sig_atomic_t. */
+static atomic_int stopping;
 
 /*
  * The lease heartbeat: a thread with its own session renews the lease every
