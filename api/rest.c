@@ -681,6 +681,19 @@ void rest_stream_send(struct rest_req *rq, const void *p, size_t len, bool final
 		 abort ? H2O_SEND_STATE_ERROR : final ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
 }
 
+void rest_stream_sndbuf(struct rest_req *rq, int bytes)
+{
+	struct ctx *c = ctx_of(rq);
+	h2o_socket_t *sock = NULL;
+	int fd;
+
+	if (c->req && c->req->conn->callbacks->get_socket)
+		sock = c->req->conn->callbacks->get_socket(c->req->conn);
+	fd = sock ? h2o_socket_get_fd(sock) : -1;
+	if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes)))
+		mu_debug("http SO_SNDBUF: %s", strerror(errno));
+}
+
 struct rest_req *rest_work_req(struct store_work *w)
 {
 	return &((struct ctx *)w->arg)->rq;

@@ -47,6 +47,7 @@
 #define CHUNK_BYTES (256 * 1024)
 #define SAFETY_POLL_MS 5000 /* one table check even without a NOTIFY */
 #define MAX_KINDS 32
+#define SNDBUF_BYTES (64 * 1024) /* the kernel doubles it: ~128 KiB may sit there */
 
 struct slot {
 	int64_t id, job_id;
@@ -595,6 +596,7 @@ static void start_done(struct rest_req *rq, void *arg, int rc)
 	rest_add_header(rq, "cache-control", "no-store");
 	rest_add_header(rq, "x-accel-buffering", "no");
 	rest_stream_begin(rq, 200, "text/event-stream");
+	rest_stream_sndbuf(rq, SNDBUF_BYTES);
 	/* a comment at once, so that the client knows the stream is open */
 	mu_buf_adds(&st->out, ": muster events\nretry: 2000\n\n");
 	send_out(st, false);

@@ -75,6 +75,13 @@ void rest_stream_send(struct rest_req *rq, const void *p, size_t len, bool final
  */
 void rest_on_free(struct rest_req *rq, void (*fn)(void *arg), void *arg);
 
+/*
+ * Bounds the kernel's send buffer of the request's connection (no more
+ * autotuning), for long streams whose lag must be seen by the server: what
+ * the kernel holds for a client that stopped reading is not behind.
+ */
+void rest_stream_sndbuf(struct rest_req *rq, int bytes);
+
 /* Appends the framework's Prometheus metrics (requests, latency, pool). */
 void rest_metrics_render(struct mu_buf *b);
 

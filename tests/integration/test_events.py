@@ -264,10 +264,11 @@ def test_overflow_then_resume(c):
     s.sock.settimeout(20)
     got = []
     while True:
-        e = s.event()
+        e = s.event(within=20)
         if e["event"] == "overflow":
             break
         got.append(e)
+        check(len(got) < 3000, "no overflow: the client took every event")
     check_eq(e["data"]["last_id"], e["id"])
     check(len(got) < 3000, "overflow came after every event", len(got))
     check_eq([x["data"]["job_id"] for x in got], ids[:len(got)])
