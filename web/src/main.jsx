@@ -359,8 +359,13 @@ function Fairshare() {
       <Err e={err} />
       <div class="scroll"><table id="fairshare">
         <thead><tr><th>Tenant / user</th><th>Shares</th><th>Norm. shares</th><th>Raw usage</th><th>Norm. usage</th><th>Factor</th></tr></thead>
-        <tbody>{((rep && rep.items) || []).map(r => (
-          <tr><td class={'depth-' + Math.min(6, (r.path || '').split('/').length - 1)}>{r.user ? '· ' + r.user : r.tenant}</td>
+        <tbody>{((rep && rep.items) || []).slice().sort((a, b) => {
+          // users right under their tenant, tenants in tree order
+          const ka = (a.path || a.tenant) + (a.user ? '\u0001' + a.user : '');
+          const kb = (b.path || b.tenant) + (b.user ? '\u0001' + b.user : '');
+          return ka < kb ? -1 : ka > kb ? 1 : 0;
+        }).map(r => (
+          <tr><td class={'depth-' + Math.min(6, (r.path || '').split('/').length - (r.user ? 0 : 1))}>{r.user ? '· ' + r.user : r.tenant}</td>
             <td>{r.shares}</td><td>{num(r.norm_shares)}</td><td>{num(r.raw_usage, 0)}</td><td>{num(r.norm_usage)}</td><td>{num(r.fairshare)}</td></tr>
         ))}</tbody>
       </table></div>
@@ -378,7 +383,8 @@ function Chart({ series, labels }) {
     const opts = {
       width: Math.max(280, el.current.clientWidth - 8), height: 260,
       series: [{}, ...labels.map((l, i) => ({ label: l, stroke: colors[i % colors.length], width: 2 }))],
-      axes: [{}, { label: 'GPU-hours' }],
+      axes: [{}, { label: 'GPU-hours', size: 70,
+        values: (u, vals) => vals.map(v => (v === 0 ? '0' : Math.abs(v) < 0.01 ? v.toExponential(1) : +v.toFixed(2))) }],
     };
     const u = new uPlot(opts, series, el.current);
     return () => u.destroy();
@@ -449,7 +455,7 @@ function Scheduler() {
         <dt>Epoch</dt><dd>{s.epoch}</dd>
         <dt>Lease expires</dt><dd>{fmtTime(s.lease_expires_at)}</dd>
         <dt>Last cycle</dt><dd>{fmtTime(lc.at)}</dd>
-        <dt>Cycle time</dt><dd>{lc.duration_ms != null ? lc.duration_ms + ' ms' : ''}</dd>
+        <dt>Cycle time</dt><dd>{lc.duration_ms != null ? Number(lc.duration_ms).toFixed(1) + ' ms' : ''}</dd>
         <dt>Pending</dt><dd>{lc.pending}</dd>
         <dt>Started</dt><dd>{lc.started}</dd>
         <dt>Preempted</dt><dd>{lc.preempted}</dd>
