@@ -14,13 +14,18 @@
 #include "log.h"
 #include "migrate.h"
 #include "pool.h"
+#include "rest_cors.h"
+#include "rest_events.h"
 #include "rest_jobs.h"
 #include "rest_server.h"
+#include "rest_ui.h"
 #include "store_auth.h"
 
 static char *db_url, *http_addr, *grpc_addr, *admin_token, *log_level;
 static long long max_body, max_batch_body, db_pool, max_queue;
 static bool no_migrate;
+static char *ui_dir, *cors_origins;
+static long long events_buffer, sse_max, sse_max_token, sse_heartbeat;
 
 static const struct mu_opt opts[] = {
 	{ "db", "MUSTER_DATABASE_URL", MU_OPT_STR, "", "PostgreSQL URL (libpq URI or key=value)", &db_url },
@@ -33,6 +38,12 @@ static const struct mu_opt opts[] = {
 	{ "db-queue", "MUSTER_DB_QUEUE", MU_OPT_INT, "65536", "queued database work items before 503", &max_queue },
 	{ "no-migrate", "MUSTER_NO_MIGRATE", MU_OPT_BOOL, "false", "do not apply migrations at start", &no_migrate },
 	{ "log-level", "MUSTER_LOG_LEVEL", MU_OPT_STR, "info", "debug|info|warn|error", &log_level },
+	{ "ui-dir", "MUSTER_UI_DIR", MU_OPT_STR, MUSTER_UI_DIR_DEFAULT, "the web portal's built files, served at /ui/", &ui_dir },
+	{ "cors-origins", "MUSTER_CORS_ORIGINS", MU_OPT_STR, "", "origins allowed to call the API from a browser (comma list; empty = same origin only)", &cors_origins },
+	{ "events-buffer", "MUSTER_EVENTS_BUFFER", MU_OPT_INT, "10000", "events kept for live /v1/events streams (a stream further behind gets overflow)", &events_buffer },
+	{ "sse-max-streams", "MUSTER_SSE_MAX_STREAMS", MU_OPT_INT, "1000", "open /v1/events streams in all (429 above)", &sse_max },
+	{ "sse-max-per-token", "MUSTER_SSE_MAX_PER_TOKEN", MU_OPT_INT, "8", "open /v1/events streams per token (429 above)", &sse_max_token },
+	{ "sse-heartbeat", "MUSTER_SSE_HEARTBEAT", MU_OPT_INT, "15", "seconds of silence before a /v1/events heartbeat comment", &sse_heartbeat },
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -71,6 +82,7 @@ int main(int argc, char **argv)
 	struct mu_error err = { 0 };
 	struct rest_config cfg = { 0 };
 	struct api_grpc_config gcfg = { 0 };
+	struct rest_events_config ecfg = { 0 };
 	struct store_pool *pool;
 	int ret;
 
@@ -94,6 +106,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "muster-api: --db-pool must be 1..256 and body limits positive\n");
 		return 2;
 	}
+	if (events_buffer < 16 || events_buffer > 10000000 || sse_max < 1 || sse_max_token < 1 ||
+	    sse_heartbeat < 1 || sse_heartbeat > 3600) {
+		fprintf(stderr, "muster-api: --events-buffer must be 16..10000000, --sse-max-* >= 1, "
+				"--sse-heartbeat 1..3600\n");
+		return 2;
+	}
+	if (rest_cors_init(cors_origins) < 0)
+		return 2;
 	if (startup_db() < 0) {
 		ret = 1;
 		goto out;
@@ -108,10 +128,17 @@ int main(int argc, char **argv)
 	gcfg.addr = grpc_addr;
 	gcfg.pool = pool;
 	gcfg.db_url = db_url;
-	if (api_grpc_start(&gcfg) < 0)
+	ecfg.db_url = db_url;
+	ecfg.buffer = (size_t)events_buffer;
+	ecfg.max_streams = (int)sse_max;
+	ecfg.max_per_token = (int)sse_max_token;
+	ecfg.heartbeat_s = (int)sse_heartbeat;
+	rest_ui_load(ui_dir);
+	if (api_grpc_start(&gcfg) < 0 || rest_events_start(&ecfg) < 0)
 		ret = 1;
 	else
 		ret = rest_server_run(&cfg) < 0 ? 1 : 0;
+	rest_events_stop();
 	api_grpc_stop();
 	store_pool_free(pool);
 out:

@@ -28,6 +28,8 @@
 
 #include "jv.h"
 #include "log.h"
+#include "rest_cors.h"
+#include "rest_ui.h"
 #include "store_auth.h"
 
 static char *astrndup(struct mu_arena *a, const char *s, size_t n)
@@ -153,6 +155,10 @@ struct ctx {
 	char *chunk;          /* the bytes h2o holds until proceed */
 	rest_more_fn more;
 	void *more_arg;
+
+	/* rest_on_free */
+	void (*on_free)(void *arg);
+	void *on_free_arg;
 };
 
 static struct ctx *ctx_of(const struct rest_req *rq)
@@ -162,6 +168,8 @@ static struct ctx *ctx_of(const struct rest_req *rq)
 
 static void ctx_free(struct ctx *c)
 {
+	if (c->on_free)
+		c->on_free(c->on_free_arg);
 	if (c->rq.out)
 		json_decref(c->rq.out);
 	mu_free(c->owned);
@@ -275,6 +283,7 @@ static void send_reply(struct ctx *c, int rc)
 	if (body.len || status != 204)
 		h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, ctype,
 			       strlen(ctype));
+	rest_cors_response(req);
 	metrics_record(c->route, status, now_s() - c->t0);
 	if (c->text && rc >= 0) {
 		/* no copy: c->text lives until h2o disposes the request */
@@ -322,6 +331,14 @@ void rest_result_buf(struct rest_req *rq, int status, const char *content_type, 
 	c->text_len = b->len;
 	c->owned = mu_buf_detach(b);
 	c->text = c->owned;
+}
+
+void rest_on_free(struct rest_req *rq, void (*fn)(void *arg), void *arg)
+{
+	struct ctx *c = ctx_of(rq);
+
+	c->on_free = fn;
+	c->on_free_arg = arg;
 }
 
 void rest_add_header(struct rest_req *rq, const char *name, const char *value)
@@ -638,6 +655,7 @@ void rest_stream_begin(struct rest_req *rq, int status, const char *content_type
 		       h2o_strdup(&req->pool, content_type, SIZE_MAX).base, strlen(content_type));
 	for (size_t i = 0; i < c->nh; i++)
 		add_header(req, c->hn[i], c->hv[i]);
+	rest_cors_response(req);
 	metrics_record(c->route, status, now_s() - c->t0);
 	c->gen.proceed = stream_proceed;
 	c->gen.stop = stream_stop;
@@ -661,6 +679,19 @@ void rest_stream_send(struct rest_req *rq, const void *p, size_t len, bool final
 	c->more_arg = arg;
 	h2o_send(c->req, &buf, len ? 1 : 0,
 		 abort ? H2O_SEND_STATE_ERROR : final ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
+}
+
+void rest_stream_sndbuf(struct rest_req *rq, int bytes)
+{
+	struct ctx *c = ctx_of(rq);
+	h2o_socket_t *sock = NULL;
+	int fd;
+
+	if (c->req && c->req->conn->callbacks->get_socket)
+		sock = c->req->conn->callbacks->get_socket(c->req->conn);
+	fd = sock ? h2o_socket_get_fd(sock) : -1;
+	if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes)))
+		mu_debug("http SO_SNDBUF: %s", strerror(errno));
 }
 
 struct rest_req *rest_work_req(struct store_work *w)
@@ -949,6 +980,34 @@ static void dispatch(struct ctx *c)
 	run_handler(c);
 }
 
+/* OPTIONS on a route's path: its methods, and a CORS preflight answer
+ * when the origin is allowed (rest_cors.h). No auth: preflights carry none. */
+static void preflight(struct ctx *c, size_t plen)
+{
+	h2o_req_t *req = c->req;
+	char methods[128] = "OPTIONS";
+	size_t n = strlen(methods);
+
+	for (size_t i = 0; i < NROUTES; i++) {
+		const char *m = routes[i].method;
+
+		if (!match(c, routes[i].pattern, req->path.base, plen) || strstr(methods, m))
+			continue;
+		n += (size_t)snprintf(methods + n, sizeof(methods) - n, ", %s", m);
+		if (n >= sizeof(methods))
+			break;
+	}
+	c->np = 0;
+	c->replied = true;
+	add_header(req, "allow", methods);
+	rest_cors_preflight(req, methods);
+	req->res.status = 204;
+	req->res.reason = "No Content";
+	req->res.content_length = 0;
+	metrics_record(-1, 204, now_s() - c->t0);
+	h2o_send_inline(req, "", 0);
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
 	struct ctx *c = mu_calloc(1, sizeof(*c));
@@ -976,10 +1035,18 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 		rc = mu_error_set(&c->rq.err, MU_EUTF8, "", "the query string is not valid UTF-8");
 		goto out;
 	}
+	if (rest_ui_path(c->rq.path)) {
+		rc = rest_ui_serve(&c->rq);
+		goto out;
+	}
 	for (size_t i = 0; i < NROUTES; i++) {
 		if (!match(c, routes[i].pattern, req->path.base, plen))
 			continue;
 		path_matched = true;
+		if (req->method.len == 7 && !memcmp(req->method.base, "OPTIONS", 7)) {
+			preflight(c, plen);
+			return 0;
+		}
 		if (strlen(routes[i].method) == req->method.len &&
 		    !memcmp(routes[i].method, req->method.base, req->method.len)) {
 			c->route = (int)i;

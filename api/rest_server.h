@@ -68,6 +68,20 @@ void rest_stream_begin(struct rest_req *rq, int status, const char *content_type
 void rest_stream_send(struct rest_req *rq, const void *p, size_t len, bool final, bool abort,
 		      rest_more_fn more, void *arg);
 
+/*
+ * Calls fn(arg) when the request's context is freed (loop thread), however
+ * it ended: a reply, a client gone mid-stream, a failed deferral. One per
+ * request; the last call wins. For handlers that count what they hold open.
+ */
+void rest_on_free(struct rest_req *rq, void (*fn)(void *arg), void *arg);
+
+/*
+ * Bounds the kernel's send buffer of the request's connection (no more
+ * autotuning), for long streams whose lag must be seen by the server: what
+ * the kernel holds for a client that stopped reading is not behind.
+ */
+void rest_stream_sndbuf(struct rest_req *rq, int bytes);
+
 /* Appends the framework's Prometheus metrics (requests, latency, pool). */
 void rest_metrics_render(struct mu_buf *b);
 

@@ -85,3 +85,67 @@ int store_event_max_id(PGconn *c, int64_t *out, struct mu_error *err)
 {
 	return store_db_query_int64(c, "SELECT coalesce(max(id), 0) FROM events", 0, NULL, out, err);
 }
+
+int store_event_feed(PGconn *c, struct mu_arena *a, int64_t after, int64_t upto, int limit,
+		     struct store_event_row **out, size_t *n, struct mu_error *err)
+{
+	static const char sql[] =
+		"SELECT e.id, " TS("e.at") ", e.kind, coalesce(e.job_id, 0), coalesce(e.run_id, 0),"
+		" e.reason, e.data::text, coalesce(t.path, ''), coalesce(nd.name, '')"
+		" FROM events e LEFT JOIN tenants t ON t.id = e.tenant_id"
+		" LEFT JOIN nodes nd ON nd.id = e.node_id"
+		" WHERE e.id > $1::bigint AND e.id <= $2::bigint ORDER BY e.id LIMIT $3::int";
+	char lo[24], hi[24], lim[16];
+	const char *params[3] = { lo, hi, lim };
+	PGresult *res = NULL;
+	int ret, rows;
+
+	*out = NULL;
+	*n = 0;
+	snprintf(lo, sizeof(lo), "%lld", (long long)after);
+	snprintf(hi, sizeof(hi), "%lld", (long long)upto);
+	snprintf(lim, sizeof(lim), "%d", limit);
+	ret = store_db_exec(c, sql, 3, params, &res, err);
+	if (ret < 0)
+		goto out;
+	rows = store_db_nrows(res);
+	*out = mu_arena_alloc(a, sizeof(**out) * (size_t)(rows + 1));
+	for (int i = 0; i < rows; i++) {
+		struct store_event_row *e = &(*out)[i];
+
+		e->id = store_db_get_int64(res, i, 0);
+		e->at = mu_arena_strdup(a, store_db_get(res, i, 1));
+		e->kind = mu_arena_strdup(a, store_db_get(res, i, 2));
+		e->job_id = store_db_get_int64(res, i, 3);
+		e->run_id = store_db_get_int64(res, i, 4);
+		e->reason = mu_arena_strdup(a, store_db_get(res, i, 5));
+		e->data = mu_arena_strdup(a, store_db_get(res, i, 6));
+		e->tenant_path = mu_arena_strdup(a, store_db_get(res, i, 7));
+		e->node = mu_arena_strdup(a, store_db_get(res, i, 8));
+	}
+	*n = (size_t)rows;
+out:
+	store_db_clear(res);
+	return ret;
+}
+
+int store_event_tenant_path(PGconn *c, struct mu_arena *a, const char *scope, const char *name,
+			    const char **out, struct mu_error *err)
+{
+	static const char sql[] =
+		"SELECT path FROM tenants t WHERE t.name = $1"
+		" AND ($2::text IS NULL OR t.path = $2 OR starts_with(t.path, $2 || '/'))";
+	const char *params[2] = { name, scope };
+	PGresult *res = NULL;
+	int ret;
+
+	*out = NULL;
+	ret = store_db_exec(c, sql, 2, params, &res, err);
+	if (ret < 0)
+		goto out;
+	if (store_db_nrows(res) == 1)
+		*out = mu_arena_strdup(a, store_db_get(res, 0, 0));
+out:
+	store_db_clear(res);
+	return ret;
+}

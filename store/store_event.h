@@ -44,4 +44,29 @@ int store_event_scan(PGconn *c, struct mu_arena *a, int64_t after, const struct 
 /* The highest event id (0 when none). */
 int store_event_max_id(PGconn *c, int64_t *out, struct mu_error *err) __attribute__((warn_unused_result));
 
+/*
+ * Every event of the feed of muster-api's GET /v1/events, unfiltered:
+ * rows with after < id <= upto in id order (at most `limit`). Filtering
+ * by scope is the caller's (it holds rows for many streams at once).
+ */
+struct store_event_row {
+	int64_t id;
+	const char *at;          /* RFC 3339 UTC */
+	const char *kind;
+	int64_t job_id, run_id;  /* 0 = none */
+	const char *reason;
+	const char *data;        /* JSON object text */
+	const char *tenant_path; /* the job's tenant's path, "" = none */
+	const char *node;        /* the node's name, "" = none */
+};
+
+int store_event_feed(PGconn *c, struct mu_arena *a, int64_t after, int64_t upto, int limit,
+		     struct store_event_row **out, size_t *n, struct mu_error *err)
+	__attribute__((warn_unused_result));
+
+/* The path of tenant `name` when it is visible in `scope` (NULL = all);
+ * *out = NULL when there is no such tenant there. *out is in `a`. */
+int store_event_tenant_path(PGconn *c, struct mu_arena *a, const char *scope, const char *name,
+			    const char **out, struct mu_error *err) __attribute__((warn_unused_result));
+
 #endif

@@ -440,6 +440,51 @@ def test_job_logs(c):
     cc('GET', '/v1/jobs/%d/logs' % b['id'], expect=409, what='not started')
 
 
+def test_events(c):
+    """GET /v1/events: the stream's head and first message against the spec
+    (it never ends, so it is read raw), its error paths, and 429 at the cap."""
+    import socket
+    cc = client(c)
+    need('streamEvents')
+
+    def open_stream(query='', tok=None):
+        s = socket.create_connection(('127.0.0.1', c.http_port), timeout=20)
+        s.sendall(('GET /v1/events%s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n'
+                   % (query, tok or c.admin_token)).encode())
+        data = b''
+        while b'\r\n\r\n' not in data or b'\n\n' not in data.split(b'\r\n\r\n', 1)[1]:
+            d = s.recv(65536)
+            if not d:
+                break
+            data += d
+        return s, data
+
+    s, data = open_stream('?after=0&kinds=job.submitted')
+    head, body = data.split(b'\r\n\r\n', 1)
+    lines = head.decode().split('\r\n')
+    st = int(lines[0].split()[1])
+    hdrs = {k.lower(): v.strip() for k, v in (ln.split(':', 1) for ln in lines[1:])}
+    # the first chunk: its size line, then a whole message
+    first = body.split(b'\r\n', 1)[1].split(b'\n\n', 1)[0] + b'\n\n'
+    for p in SPEC.check_response('GET', '/v1/events', st, hdrs, first):
+        cc.problem('GET /v1/events: %s' % p)
+    cc.seen.setdefault('streamEvents', set()).add(st)
+    cc.expect(st == 200 and hdrs.get('content-type') == 'text/event-stream', 'events: %d %s' % (st, hdrs))
+    s.close()
+    cc('GET', '/v1/events?after=-1', expect=400)
+    cc('GET', '/v1/events?kinds=A', expect=400)
+    cc('GET', '/v1/events?job=999999999', expect=404)
+    cc('GET', '/v1/events', token='', expect=401)
+    held = []
+    tok = spec_check.sql_token(c, 'admin')  # a fresh token: no stream of it is open
+    for _ in range(8):  # --sse-max-per-token
+        held.append(open_stream(tok=tok)[0])
+    st, hdrs, _ = cc('GET', '/v1/events', token=tok, expect=429)
+    cc.expect('retry-after' in hdrs, 'events 429 without Retry-After')
+    for s in held:
+        s.close()
+
+
 def test_zz_every_routed_operation_answered(c):
     cc = client(c)
     missing = []
