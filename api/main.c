@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api_grpc.h"
+#include "api_tls.h"
 #include "config.h"
 #include "db.h"
 #include "log.h"
@@ -19,6 +20,7 @@
 #include "store_auth.h"
 
 static char *db_url, *http_addr, *grpc_addr, *admin_token, *log_level;
+static char *tls_cert, *tls_key, *tls_client_ca;
 static long long max_body, max_batch_body, db_pool, max_queue;
 static bool no_migrate;
 
@@ -33,6 +35,9 @@ static const struct mu_opt opts[] = {
 	{ "db-queue", "MUSTER_DB_QUEUE", MU_OPT_INT, "65536", "queued database work items before 503", &max_queue },
 	{ "no-migrate", "MUSTER_NO_MIGRATE", MU_OPT_BOOL, "false", "do not apply migrations at start", &no_migrate },
 	{ "log-level", "MUSTER_LOG_LEVEL", MU_OPT_STR, "info", "debug|info|warn|error", &log_level },
+	{ "tls-cert", "MUSTER_TLS_CERT", MU_OPT_STR, "", "PEM certificate chain: REST and gRPC serve TLS only (re-read on SIGHUP)", &tls_cert },
+	{ "tls-key", "MUSTER_TLS_KEY", MU_OPT_STR, "", "PEM private key of --tls-cert (mode 0600)", &tls_key },
+	{ "tls-client-ca", "MUSTER_TLS_CLIENT_CA", MU_OPT_STR, "", "CA of agents' client certificates: AgentService then needs one naming the node", &tls_client_ca },
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -94,6 +99,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "muster-api: --db-pool must be 1..256 and body limits positive\n");
 		return 2;
 	}
+	{
+		struct api_tls_config tcfg = { tls_cert, tls_key, tls_client_ca };
+
+		if (api_tls_init(&tcfg, &err) < 0) {
+			fprintf(stderr, "muster-api: --%s: %s\n", err.field, err.msg);
+			ret = 2;
+			goto out;
+		}
+	}
 	if (startup_db() < 0) {
 		ret = 1;
 		goto out;
@@ -115,6 +129,7 @@ int main(int argc, char **argv)
 	api_grpc_stop();
 	store_pool_free(pool);
 out:
+	api_tls_release();
 	mu_config_release(opts, NOPTS);
 	return ret;
 }
