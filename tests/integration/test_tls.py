@@ -14,6 +14,7 @@ import socket
 import ssl
 import subprocess
 import tempfile
+import urllib.request
 
 import grpc
 
@@ -285,6 +286,92 @@ def test_bad_tls_config_refused_at_start(c):
     rc, out = api_start_fails(c, MUSTER_TLS_CERT=s["crt"], MUSTER_TLS_KEY=s["key"],
                               MUSTER_TLS_CLIENT_CA=os.path.join(c.dir, "missing.pem"))
     check(rc == 2 and "missing.pem" in out, out)
+
+
+# ---- the database over TLS (libpq sslmode) ------------------------------------
+
+
+class SslPostgres:
+    """A PostgreSQL of its own on 127.0.0.1 that takes TCP connections only
+    over TLS (hostssl trust, hostnossl reject), run as `postgres` when root."""
+
+    def __init__(self, d, pki):
+        import glob
+        self.dir = d
+        self.bindir = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2]))[-1]
+        self.port = harness.free_port()
+        self.data = os.path.join(d, "data")
+        os.makedirs(d)
+        crt, key = pki.issue("pg", ips=["127.0.0.1"], dns=["localhost"], prefix="pg-server")
+        self.crt, self.key = os.path.join(d, "server.crt"), os.path.join(d, "server.key")
+        shutil.copy(crt, self.crt)
+        shutil.copy(key, self.key)
+        os.chmod(self.key, 0o600)
+        self.asuser = []
+        if os.geteuid() == 0:
+            import pwd
+            pw = pwd.getpwnam("postgres")
+            for f in (d, self.crt, self.key):
+                os.chown(f, pw.pw_uid, pw.pw_gid)
+            self.asuser = ["runuser", "-u", "postgres", "--"]
+        self.run("initdb", "-A", "trust", "-E", "UTF8", "--locale=C.UTF-8", "-D", self.data)
+        with open(os.path.join(self.data, "pg_hba.conf"), "w") as f:
+            f.write("local all all trust\nhostssl all all 127.0.0.1/32 trust\n"
+                    "hostnossl all all 127.0.0.1/32 reject\n")
+        opts = ("-c listen_addresses=127.0.0.1 -p %d -k %s -c ssl=on -c ssl_cert_file=%s -c ssl_key_file=%s"
+                % (self.port, d, self.crt, self.key))
+        self.run("pg_ctl", "-w", "-D", self.data, "-l", os.path.join(d, "pg.log"), "-o", opts, "start")
+
+    def run(self, tool, *args):
+        r = subprocess.run(self.asuser + [os.path.join(self.bindir, tool)] + list(args),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
+                           cwd=self.dir)
+        if r.returncode != 0:
+            raise RuntimeError("%s: %s" % (tool, r.stdout))
+
+    def url(self, **params):
+        q = "&".join("%s=%s" % kv for kv in params.items())
+        return "postgresql://postgres@127.0.0.1:%d/postgres?%s" % (self.port, q)
+
+    def stop(self):
+        self.run("pg_ctl", "-w", "-D", self.data, "-m", "fast", "stop")
+
+
+def test_database_over_tls(c):
+    s = setup(c)
+    pg = SslPostgres(os.path.join(c.dir, "sslpg"), s["pki"])
+    try:
+        good = pg.url(sslmode="verify-full", sslrootcert=s["pki"].ca_crt)
+        port = harness.free_port()
+        api = c.start_process(["muster-api"], name="api-sslpg",
+                              env={"MUSTER_DATABASE_URL": good, "MUSTER_HTTP_ADDR": "127.0.0.1:%d" % port,
+                                   "MUSTER_GRPC_ADDR": "off"},
+                              wait_for="http listening on")
+        def ready():
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % port, timeout=2) as r:
+                    return r.status == 200
+            except OSError:
+                return False
+        c.wait_until(ready, 20, "muster-api ready on the TLS database")
+        sched = c.start_process(["muster-scheduler", "--db", good], name="sched-sslpg",
+                                env={"MUSTER_DATABASE_URL": good})
+        c.wait_until(lambda: "leader" in c.log_text("sched-sslpg") or sched.poll() is not None, 20,
+                     "scheduler leads on the TLS database")
+        check_eq(sched.poll(), None, c.log_text("sched-sslpg")[-800:])
+        c.stop_process(sched)
+        c.stop_process(api)
+        # every connection was TLS: the server refuses any other
+        for params, why in (({"sslmode": "disable"}, "no encryption"),
+                            ({"sslmode": "verify-full", "sslrootcert": s["other"].ca_crt},
+                             "certificate verify failed")):
+            r = subprocess.run([harness.require_binary("muster-api")],
+                               env={"MUSTER_DATABASE_URL": pg.url(**params), "MUSTER_HTTP_ADDR": "127.0.0.1:0",
+                                    "MUSTER_GRPC_ADDR": "off", "PATH": os.environ["PATH"]},
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+            check(r.returncode != 0 and why in r.stdout, params, r.returncode, r.stdout)
+    finally:
+        pg.stop()
 
 
 if __name__ == "__main__":
