@@ -115,6 +115,34 @@ def test_wrong_ca_refused(c):
     check_eq(code, grpc.StatusCode.UNAVAILABLE, det)
 
 
+def test_expired_server_cert_refused_by_clients(c):
+    """muster-api will not serve an expired certificate (below); a server
+    that does (openssl s_server here) is refused by the CLI, curl and gRPC."""
+    s = setup(c)
+    crt, key = s["pki"].issue("localhost", dns=["localhost"], ips=["127.0.0.1"], expired=True,
+                              prefix="expired-srv")
+    port = harness.free_port()
+    p = c.start_process(["openssl", "s_server", "-quiet", "-accept", "127.0.0.1:%d" % port, "-cert", crt,
+                         "-key", key, "-www"], name="s_server")
+    def listening():
+        check(p.poll() is None, "openssl s_server exited", c.log_text("s_server"))
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+    c.wait_until(listening, 10, "s_server listening")
+    rc, _, err = curl("--cacert", s["pki"].ca_crt, "https://127.0.0.1:%d/" % port)
+    check(rc == 60 and "expired" in err, rc, err)
+    e = {k: v for k, v in os.environ.items() if not k.startswith("MUSTER_")}
+    e.update(HOME=os.path.join(c.dir, "nohome"), MUSTER_TOKEN=c.admin_token,
+             MUSTER_URL="https://127.0.0.1:%d" % port, MUSTER_CA_FILE=s["pki"].ca_crt)
+    r = subprocess.run([harness.require_binary("muster"), "queue"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, env=e, timeout=60)
+    check(r.returncode == 5 and "certificate has expired" in r.stderr, r.returncode, r.stderr)
+    c.stop_process(p)
+
+
 def test_grpc_over_tls(c):
     s = setup(c)
     with open(s["pki"].ca_crt, "rb") as f:
