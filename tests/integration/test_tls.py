@@ -177,7 +177,7 @@ def test_cli_cacert(c):
 def start_agent(c, node, crt=None, key=None, ca=None, wait_up=True):
     s = setup(c)
     tok = c.make_token("agent", node=node)
-    args = ["muster-agent", "--api", "localhost:%d" % c.grpc_port, "--node", node,
+    args = ["muster-agent", "--api", "127.0.0.1:%d" % c.grpc_port, "--node", node,
             "--address", "127.0.0.1", "--state-dir", os.path.join(c.dir, "st-" + node),
             "--gpu-backend", "fake", "--fake-gpus", "1", "--heartbeat-interval", "300ms",
             "--tls-ca", ca or s["pki"].ca_crt] + c.agent_flags()
@@ -218,7 +218,7 @@ def test_agent_cert_must_name_its_node(c):
 
 
 def agent_start_fails(c, *extra):
-    r = subprocess.run([harness.require_binary("muster-agent"), "--api", "localhost:%d" % c.grpc_port,
+    r = subprocess.run([harness.require_binary("muster-agent"), "--api", "127.0.0.1:%d" % c.grpc_port,
                         "--node", "x", "--state-dir", os.path.join(c.dir, "st-x"), "--gpu-backend",
                         "fake"] + list(extra) + c.agent_flags(),
                        env={"MUSTER_AGENT_TOKEN": "mst_" + "x" * 43, "PATH": os.environ["PATH"]},
