@@ -23,6 +23,7 @@
 #include "config.h"
 #include "log.h"
 #include "stream.h"
+#include "tls.h"
 
 #define AGENT_VERSION "0.1.0"
 #define DONE_KEEP_S 600.0 /* a finished run unlisted this long is forgotten */
@@ -30,6 +31,7 @@
 static char *api_addr, *token_file, *token_flag, *node_name, *address, *topology, *labels, *state_dir;
 static char *gpu_backend, *fake_model, *fabric_ifaces, *sysfs_net, *log_level;
 static char *cgroups, *cgroup_root, *cgroup_devices, *gpu_dev_dir;
+static char *tls_ca, *tls_cert, *tls_key;
 static long long fake_gpus, fake_memory_mb, heartbeat_ms, default_grace_s, min_uid, pids_max;
 static long long log_retention_ms;
 static bool allow_root_jobs, single_user;
@@ -91,6 +93,12 @@ static const struct mu_opt opts[] = {
 	{ "log-retention", "MUSTER_AGENT_LOG_RETENTION", MU_OPT_DURATION, "7d",
 	  "how long an ended run's directory (its stdout/stderr logs) stays on the node",
 	  &log_retention_ms },
+	{ "tls-ca", "MUSTER_AGENT_TLS_CA", MU_OPT_STR, "",
+	  "PEM CA of muster-api's certificate: the stream then uses TLS", &tls_ca },
+	{ "tls-cert", "MUSTER_AGENT_TLS_CERT", MU_OPT_STR, "",
+	  "PEM client certificate naming this node (when muster-api has --tls-client-ca)", &tls_cert },
+	{ "tls-key", "MUSTER_AGENT_TLS_KEY", MU_OPT_STR, "", "PEM private key of --tls-cert (mode 0600)",
+	  &tls_key },
 };
 
 struct agent {
@@ -666,6 +674,10 @@ int main(int argc, char **argv)
 				" file, mode 0600, holding the agent token for node %s (POST /v1/tokens"
 				" {\"role\":\"agent\",\"node\":\"%s\"})\n",
 			node_name, node_name);
+		goto out;
+	}
+	if (ag_tls_load(tls_ca, tls_cert, tls_key, &err) != 0) {
+		fprintf(stderr, "muster-agent: %s\n", err.msg);
 		goto out;
 	}
 	if (log_retention_ms < 1000) {

@@ -18,6 +18,7 @@
 #include "alloc.h"
 #include "log.h"
 #include "stream.h"
+#include "tls.h"
 
 #define OUTBOX_MAX 4096
 #define AG_MAX_DESIRED (64 << 20) /* = MAX_DESIRED_BYTES in api/grpc/grpc_agent.c */
@@ -52,7 +53,7 @@ struct ag_stream *ag_stream_new(const char *target, const char *auth_header)
 	struct ag_stream *s = mu_calloc(1, sizeof(*s));
 	grpc_init();
 	s->target = mu_strdup(target);
-	grpc_channel_credentials *cred = grpc_insecure_credentials_create();
+	grpc_channel_credentials *cred = ag_tls_credentials(); /* insecure without --tls-ca */
 	/* the server never sends a DesiredState above this (grpc_agent.c);
 	 * keepalive: a muster-api host that vanished without a FIN is noticed
 	 * within ~40 s and the agent reconnects (to another replica, or to it

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api_grpc.h"
+#include "api_tls.h"
 #include "config.h"
 #include "db.h"
 #include "log.h"
@@ -22,6 +23,7 @@
 #include "store_auth.h"
 
 static char *db_url, *http_addr, *grpc_addr, *admin_token, *log_level;
+static char *tls_cert, *tls_key, *tls_client_ca;
 static long long max_body, max_batch_body, db_pool, max_queue;
 static bool no_migrate;
 static char *ui_dir, *cors_origins;
@@ -44,6 +46,9 @@ static const struct mu_opt opts[] = {
 	{ "sse-max-streams", "MUSTER_SSE_MAX_STREAMS", MU_OPT_INT, "1000", "open /v1/events streams in all (429 above)", &sse_max },
 	{ "sse-max-per-token", "MUSTER_SSE_MAX_PER_TOKEN", MU_OPT_INT, "8", "open /v1/events streams per token (429 above)", &sse_max_token },
 	{ "sse-heartbeat", "MUSTER_SSE_HEARTBEAT", MU_OPT_INT, "15", "seconds of silence before a /v1/events heartbeat comment", &sse_heartbeat },
+	{ "tls-cert", "MUSTER_TLS_CERT", MU_OPT_STR, "", "PEM certificate chain: REST and gRPC serve TLS only (re-read on SIGHUP)", &tls_cert },
+	{ "tls-key", "MUSTER_TLS_KEY", MU_OPT_STR, "", "PEM private key of --tls-cert (mode 0600)", &tls_key },
+	{ "tls-client-ca", "MUSTER_TLS_CLIENT_CA", MU_OPT_STR, "", "CA of agents' client certificates: AgentService then needs one naming the node", &tls_client_ca },
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -114,6 +119,15 @@ int main(int argc, char **argv)
 	}
 	if (rest_cors_init(cors_origins) < 0)
 		return 2;
+	{
+		struct api_tls_config tcfg = { tls_cert, tls_key, tls_client_ca };
+
+		if (api_tls_init(&tcfg, &err) < 0) {
+			fprintf(stderr, "muster-api: --%s: %s\n", err.field, err.msg);
+			ret = 2;
+			goto out;
+		}
+	}
 	if (startup_db() < 0) {
 		ret = 1;
 		goto out;
@@ -142,6 +156,7 @@ int main(int argc, char **argv)
 	api_grpc_stop();
 	store_pool_free(pool);
 out:
+	api_tls_release();
 	mu_config_release(opts, NOPTS);
 	return ret;
 }

@@ -26,6 +26,7 @@
 
 #include <h2o.h>
 
+#include "api_tls.h"
 #include "jv.h"
 #include "log.h"
 #include "rest_cors.h"
@@ -108,6 +109,7 @@ static h2o_accept_ctx_t accept_ctx;
 static h2o_multithread_queue_t *mq;
 static h2o_multithread_receiver_t receiver;
 static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t reload_requested; /* SIGHUP: re-read the TLS files */
 static _Atomic uint64_t inflight_requests;
 
 const struct rest_config *rest_server_config(void)
@@ -1165,7 +1167,7 @@ static void on_accept(h2o_socket_t *listener, const char *err)
 	if (err)
 		return;
 	while ((sock = h2o_evloop_socket_accept(listener)))
-		h2o_accept(&accept_ctx, sock);
+		api_tls_accept(&accept_ctx, sock); /* h2o_accept, or TLS with a plaintext check */
 }
 
 static int listen_on(const char *addr, struct mu_error *err)
@@ -1201,8 +1203,27 @@ static int listen_on(const char *addr, struct mu_error *err)
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	stop_requested = 1;
+	if (sig == SIGHUP)
+		reload_requested = 1;
+	else
+		stop_requested = 1;
+}
+
+/* Loop thread: new connections take the new context; open ones keep theirs. */
+static void reload_tls(void)
+{
+	struct mu_error err = { 0 };
+
+	if (!api_tls_enabled()) {
+		mu_info("SIGHUP: no TLS configured, nothing to reload");
+		return;
+	}
+	if (api_tls_reload(&err) < 0) {
+		mu_err("tls reload failed, keeping the current certificate: %s", err.msg);
+		return;
+	}
+	accept_ctx.ssl_ctx = api_tls_rest_ctx();
+	mu_info("tls reloaded");
 }
 
 int rest_server_run(const struct rest_config *config)
@@ -1220,6 +1241,7 @@ int rest_server_run(const struct rest_config *config)
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 
 	h2o_config_init(&h2o_config);
 	h2o_config.max_request_entity_size = cfg.max_batch_body > cfg.max_body
@@ -1231,6 +1253,7 @@ int rest_server_run(const struct rest_config *config)
 	h2o_context_init(&h2o_ctx, h2o_evloop_create(), &h2o_config);
 	accept_ctx.ctx = &h2o_ctx;
 	accept_ctx.hosts = h2o_config.hosts;
+	accept_ctx.ssl_ctx = api_tls_rest_ctx(); /* NULL: plain HTTP */
 	mq = h2o_multithread_create_queue(h2o_ctx.loop);
 	h2o_multithread_register_receiver(mq, &receiver, on_messages);
 
@@ -1241,10 +1264,16 @@ int rest_server_run(const struct rest_config *config)
 	}
 	lsock = h2o_evloop_socket_create(h2o_ctx.loop, fd, H2O_SOCKET_FLAG_DONT_READ);
 	h2o_socket_read_start(lsock, on_accept);
-	mu_info("http listening on %s (%zu routes)", cfg.http_addr, NROUTES);
+	mu_info("http listening on %s (%zu routes%s)", cfg.http_addr, NROUTES,
+		accept_ctx.ssl_ctx ? ", TLS" : "");
 
-	while (!stop_requested)
+	while (!stop_requested) {
 		h2o_evloop_run(h2o_ctx.loop, 200);
+		if (reload_requested) {
+			reload_requested = 0;
+			reload_tls();
+		}
+	}
 
 	mu_info("http shutting down");
 	h2o_socket_read_stop(lsock);

@@ -34,6 +34,26 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
 	return n;
 }
 
+/* TLS: MUSTER_CA_FILE (or --cacert, which sets it) is the CA bundle of an
+ * https:// server; curl's error buffer says why a handshake failed
+ * ("SSL certificate problem: ..."), which curl_easy_strerror does not. */
+static char curl_errbuf[CURL_ERROR_SIZE];
+
+static void tls_setopt(CURL *curl)
+{
+	const char *ca = getenv("MUSTER_CA_FILE");
+
+	curl_errbuf[0] = '\0';
+	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, curl_errbuf);
+	if (ca && *ca)
+		curl_easy_setopt(curl, CURLOPT_CAINFO, ca);
+}
+
+static const char *curl_reason(CURLcode rc)
+{
+	return curl_errbuf[0] ? curl_errbuf : curl_easy_strerror(rc);
+}
+
 int cli_http_init(struct cli_http *h, const char *url, const char *token)
 {
 	size_t n = strlen(url);
@@ -159,6 +179,7 @@ int cli_http_call(struct cli_http *h, const char *method, const char *path, json
 
 	*out = NULL;
 	curl_easy_reset(curl);
+	tls_setopt(curl);
 	curl_easy_setopt(curl, CURLOPT_URL, url);
 	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
@@ -193,7 +214,7 @@ int cli_http_call(struct cli_http *h, const char *method, const char *path, json
 					   h->base, MAX_RESPONSE >> 20);
 		else
 			ret = mu_error_set(err, MU_EUNAVAIL, "", "Service unavailable: cannot reach %s: %s", h->base,
-					   curl_easy_strerror(rc));
+					   curl_reason(rc));
 		goto out;
 	}
 	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
@@ -290,6 +311,7 @@ int cli_http_stream(struct cli_http *h, const char *path, long timeout_s, cli_ht
 	for (size_t i = 0; i < nhdrs; i++)
 		hdrs[i].value[0] = '\0';
 	curl_easy_reset(curl);
+	tls_setopt(curl);
 	curl_easy_setopt(curl, CURLOPT_URL, url);
 	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_stream_data);
 	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &s);
@@ -311,10 +333,10 @@ int cli_http_stream(struct cli_http *h, const char *path, long timeout_s, cli_ht
 	if (rc != CURLE_OK && !(s.sink_stopped && rc == CURLE_WRITE_ERROR)) {
 		if (code >= 200 && code <= 299)
 			ret = mu_error_set(err, MU_EUNAVAIL, "", "Service unavailable: the stream from %s broke"
-					   " (the node's agent went away?): %s", h->base, curl_easy_strerror(rc));
+					   " (the node's agent went away?): %s", h->base, curl_reason(rc));
 		else
 			ret = mu_error_set(err, MU_EUNAVAIL, "", "Service unavailable: cannot reach %s: %s",
-					   h->base, curl_easy_strerror(rc));
+					   h->base, curl_reason(rc));
 		goto out;
 	}
 	if (code < 200 || code > 299) {

@@ -275,7 +275,7 @@ int cmd_tenants(struct cli_global *g, int argc, char **argv)
 	struct admin_args a;
 	struct cli_session s;
 	struct mu_error err;
-	const char *action;
+	const char *action = ""; /* set by admin_start; -O3 cannot see it */
 	json_t *body = NULL;
 	char *name = NULL;
 	int ret;
@@ -387,7 +387,7 @@ int cmd_quota(struct cli_global *g, int argc, char **argv)
 	struct admin_args a;
 	struct cli_session s;
 	struct mu_error err;
-	const char *action;
+	const char *action = ""; /* set by admin_start; -O3 cannot see it */
 	json_t *body = json_object();
 	json_t *doc = NULL;
 	char *tenant = NULL, *path = NULL;
@@ -519,7 +519,7 @@ int cmd_tokens(struct cli_global *g, int argc, char **argv)
 	struct admin_args a;
 	struct cli_session s;
 	struct mu_error err;
-	const char *action;
+	const char *action = ""; /* set by admin_start; -O3 cannot see it */
 	json_t *body = json_object();
 	json_t *doc = NULL;
 	int ret;
@@ -701,7 +701,7 @@ int cmd_node(struct cli_global *g, int argc, char **argv)
 	struct admin_args a;
 	struct cli_session s;
 	struct mu_error err;
-	const char *action;
+	const char *action = ""; /* set by admin_start; -O3 cannot see it */
 	json_t *body = json_object();
 	json_t *doc = NULL;
 	char *name = NULL, *path = NULL;
@@ -769,7 +769,7 @@ int cmd_classes(struct cli_global *g, int argc, char **argv)
 	struct admin_args a;
 	struct cli_session s;
 	struct mu_error err;
-	const char *action;
+	const char *action = ""; /* set by admin_start; -O3 cannot see it */
 	json_t *body = json_object();
 	char *name = NULL;
 	int ret;

@@ -11,7 +11,8 @@
 
 #define COMMON_HELP                                                                   \
 	"Common options: --url URL, --token TOKEN (else MUSTER_URL/MUSTER_TOKEN or\n"      \
-	"~/.config/muster/config), --json (print the server's JSON), --help.\n"
+	"~/.config/muster/config), --json (print the server's JSON), --help.\n"           \
+	"Before the command: --cacert FILE (else MUSTER_CA_FILE), the CA of an https:// URL.\n"
 
 static const struct command {
 	const char *name;
@@ -120,7 +121,7 @@ void cli_help(const char *cmd)
 				return;
 			}
 	}
-	printf("usage: muster [--url URL] [--token TOKEN] [--json] COMMAND [ARGS...]\n\n"
+	printf("usage: muster [--url URL] [--token TOKEN] [--cacert FILE] [--json] COMMAND [ARGS...]\n\n"
 	       "Commands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		printf("  %-10s %s\n", commands[i].name, commands[i].summary);
@@ -161,6 +162,17 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(a, "--json")) {
 			g.json = true;
+			i++;
+			continue;
+		}
+		if (n == 8 && !strncmp(a, "--cacert", 8)) {
+			/* the CA bundle of an https:// server; cli_http reads MUSTER_CA_FILE */
+			val = a[n] == '=' ? a + n + 1 : i + 1 < argc ? argv[++i] : NULL;
+			if (!val || !*val) {
+				fprintf(stderr, "muster: error: option '--cacert' needs a file (see 'muster --help')\n");
+				return CLI_EXIT_USAGE;
+			}
+			setenv("MUSTER_CA_FILE", val, 1);
 			i++;
 			continue;
 		}

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "api_tls.h"
 #include "codec_admin.h"
 #include "grpc_internal.h"
 #include "log.h"
@@ -351,6 +352,9 @@ static int connect_run(PGconn *db, struct gcall *c)
 	node = m->register_->node_name;
 	if (!node || !c->who.node || strcmp(c->who.node, node))
 		return connect_register(db, c); /* refused there, with the reason */
+	ret = api_tls_check_node(c->call, node, &c->err); /* --tls-client-ca: cert names the node */
+	if (ret < 0)
+		return ret;
 	ret = check_register(c, m->register_);
 	if (ret < 0)
 		return ret;

@@ -5,6 +5,7 @@
  * See grpc_internal.h for the threading and reference rules.
  */
 #include "api_grpc.h"
+#include "api_tls.h"
 #include "grpc_internal.h"
 
 #include <grpc/byte_buffer_reader.h>
@@ -703,7 +704,7 @@ int api_grpc_start(const struct api_grpc_config *cfg)
 	g.server = grpc_server_create(&ch, NULL);
 	g.cq = grpc_completion_queue_create_for_next(NULL);
 	grpc_server_register_completion_queue(g.server, g.cq, NULL);
-	creds = grpc_insecure_server_credentials_create();
+	creds = api_tls_grpc_credentials(); /* insecure without --tls-cert */
 	port = grpc_server_add_http2_port(g.server, cfg->addr, creds);
 	grpc_server_credentials_release(creds);
 	if (port <= 0) {

@@ -37,6 +37,8 @@ so no postgres is ever left behind. MUSTER_KEEP=1 keeps the temp dir for a look.
 
 Attributes: c.dir (temp dir), c.db_url, c.api_url ("http://127.0.0.1:PORT"),
 c.http_port, c.grpc_port, c.admin_token, c.build_dir, c.source_dir.
+c.ssl_context: None, or an ssl.SSLContext set before c.start_api() for a muster-api with
+--tls-cert: then c.api_url is https:// and c.api() speaks TLS (test_tls.py).
 
 Methods:
   c.sql(query, *params)       -> list of tuples of str (None for NULL). Params are $1..$n
@@ -253,6 +255,7 @@ class Cluster:
         self._failed = False
         self._cgroup_root = None
         self._users = []
+        self.ssl_context = None  # set (ssl.SSLContext) to talk https to a TLS muster-api
 
     # -- lifecycle ---------------------------------------------------------
     def __enter__(self):
@@ -438,7 +441,7 @@ class Cluster:
             if not self.http_port:
                 self.http_port = free_port()
                 self.grpc_port = free_port()
-            self.api_url = "http://127.0.0.1:%d" % self.http_port
+            self.api_url = "%s://127.0.0.1:%d" % ("https" if self.ssl_context else "http", self.http_port)
             e = {"MUSTER_HTTP_ADDR": "127.0.0.1:%d" % self.http_port,
                  "MUSTER_GRPC_ADDR": "127.0.0.1:%d" % self.grpc_port}
             e.update(env)
@@ -547,7 +550,11 @@ class Cluster:
             data = json.dumps(body).encode()
             h["Content-Type"] = "application/json"
         h.update(headers or {})
-        conn = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=timeout)
+        if self.ssl_context:
+            conn = http.client.HTTPSConnection("127.0.0.1", self.http_port, timeout=timeout,
+                                               context=self.ssl_context)
+        else:
+            conn = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=timeout)
         try:
             conn.request(method, path, body=data, headers=h)
             resp = conn.getresponse()
