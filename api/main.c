@@ -20,6 +20,7 @@
 
 static char *db_url, *http_addr, *grpc_addr, *admin_token, *log_level;
 static long long max_body, max_batch_body, db_pool, max_queue;
+static long long max_conns, max_conns_per_addr, auth_fail_burst, auth_fail_rate;
 static bool no_migrate;
 
 static const struct mu_opt opts[] = {
@@ -32,6 +33,10 @@ static const struct mu_opt opts[] = {
 	{ "db-pool", "MUSTER_DB_POOL", MU_OPT_INT, "4", "database worker threads (one connection each)", &db_pool },
 	{ "db-queue", "MUSTER_DB_QUEUE", MU_OPT_INT, "65536", "queued database work items before 503", &max_queue },
 	{ "no-migrate", "MUSTER_NO_MIGRATE", MU_OPT_BOOL, "false", "do not apply migrations at start", &no_migrate },
+	{ "max-conns", "MUSTER_MAX_CONNS", MU_OPT_INT, "4096", "open REST connections, all clients (503 above)", &max_conns },
+	{ "max-conns-per-addr", "MUSTER_MAX_CONNS_PER_ADDR", MU_OPT_INT, "256", "open REST connections per client address, IPv6 per /64 (503 above)", &max_conns_per_addr },
+	{ "auth-fail-burst", "MUSTER_AUTH_FAIL_BURST", MU_OPT_INT, "20", "failed logins an address may make at once before 429", &auth_fail_burst },
+	{ "auth-fail-rate", "MUSTER_AUTH_FAIL_RATE", MU_OPT_INT, "2", "failed logins per second an address regains after the burst", &auth_fail_rate },
 	{ "log-level", "MUSTER_LOG_LEVEL", MU_OPT_STR, "info", "debug|info|warn|error", &log_level },
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -94,6 +99,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "muster-api: --db-pool must be 1..256 and body limits positive\n");
 		return 2;
 	}
+	if (max_conns < 1 || max_conns_per_addr < 1 || auth_fail_burst < 1 || auth_fail_rate < 1) {
+		fprintf(stderr, "muster-api: --max-conns, --max-conns-per-addr, --auth-fail-burst and --auth-fail-rate must be >= 1\n");
+		return 2;
+	}
 	if (startup_db() < 0) {
 		ret = 1;
 		goto out;
@@ -105,6 +114,10 @@ int main(int argc, char **argv)
 	cfg.max_batch_body = (size_t)max_batch_body;
 	cfg.pool = pool;
 	cfg.db_url = db_url;
+	cfg.max_conns = max_conns;
+	cfg.max_conns_per_addr = max_conns_per_addr;
+	cfg.auth_fail_burst = auth_fail_burst;
+	cfg.auth_fail_rate = auth_fail_rate;
 	gcfg.addr = grpc_addr;
 	gcfg.pool = pool;
 	gcfg.db_url = db_url;
