@@ -827,6 +827,7 @@ static int auth_lookup(PGconn *db, struct rest_req *rq, void *arg)
 	struct store_principal p;
 	int ret;
 
+	rest__token_lookup_counted();
 	ret = store_auth_lookup(db, rq->arena, c->secret, &p, &rq->err);
 	if (ret < 0)
 		return ret;
@@ -872,43 +873,54 @@ static void auth_done(struct rest_req *rq, void *arg, int rc)
 	dispatch(c);
 }
 
+/* The caller's address has spent its auth-failure budget: 429 set up. */
+static bool auth_limited(struct ctx *c)
+{
+	struct sockaddr_storage ss;
+	char v[16];
+	int retry;
+
+	if (!c->req ||
+	    !c->req->conn->callbacks->get_peername(c->req->conn, (struct sockaddr *)&ss) ||
+	    !rest_gate_auth_limited((struct sockaddr *)&ss, &retry))
+		return false;
+	snprintf(v, sizeof(v), "%d", retry);
+	rest_add_header(&c->rq, "retry-after", v);
+	c->req->http1_is_persistent = 0;
+	mu_error_set(&c->rq.err, MU_EQUOTA, "", "too many failed logins from this address");
+	return true;
+}
+
+static int auth_refuse(struct ctx *c, const char *why)
+{
+	if (auth_limited(c))
+		return MU_EQUOTA;
+	auth_failed(c);
+	return mu_error_set(&c->rq.err, MU_EUNAUTH, "", "%s", why);
+}
+
 /* 0: principal known (cache hit); 1: lookup deferred; <0: reply with error. */
 static int authenticate(struct ctx *c)
 {
 	struct rest_req *rq = &c->rq;
 	const char *h = rest_header(rq, "authorization");
 	struct auth_entry *e;
-	struct sockaddr_storage ss;
-	int known, retry;
+	int known = 0;
 
-	if (!h || strncasecmp(h, "Bearer ", 7)) {
-		auth_failed(c);
-		return mu_error_set(&rq->err, MU_EUNAUTH, "", "missing bearer token");
-	}
+	if (!h || strncasecmp(h, "Bearer ", 7))
+		return auth_refuse(c, "missing bearer token");
 	h += 7;
 	while (*h == ' ')
 		h++;
-	if (!*h || strlen(h) > 256) {
-		auth_failed(c);
-		return mu_error_set(&rq->err, MU_EUNAUTH, "", "invalid token");
-	}
+	if (!*h || strlen(h) > 256)
+		return auth_refuse(c, "invalid token");
 	c->secret = h;
 	store_auth_hash(h, c->token_sha);
 	known = rest__auth_cached(c->token_sha);
-	if (known <= 0 && !rest__auth_known_good(c->token_sha) && c->req &&
-	    c->req->conn->callbacks->get_peername(c->req->conn, (struct sockaddr *)&ss) &&
-	    rest_gate_auth_limited((struct sockaddr *)&ss, &retry)) {
-		char v[16];
-
-		snprintf(v, sizeof(v), "%d", retry);
-		rest_add_header(rq, "retry-after", v);
-		c->req->http1_is_persistent = 0;
-		return mu_error_set(&rq->err, MU_EQUOTA, "", "too many failed logins from this address");
-	}
-	if (known < 0) {
-		auth_failed(c);
-		return mu_error_set(&rq->err, MU_EUNAUTH, "", "invalid token");
-	}
+	if (known < 0)
+		return auth_refuse(c, "invalid token");
+	if (!known && !rest__auth_known_good(c->token_sha) && auth_limited(c))
+		return MU_EQUOTA;
 	e = &auth_cache[auth_slot(c->token_sha)];
 	if (known > 0) {
 		rq->who.role = e->role;

@@ -11,6 +11,7 @@
 #include "rest_gate.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,6 +43,12 @@ static struct addr_slot addrs[NADDR];
 static unsigned open_conns;
 static unsigned long long refused[3];
 static unsigned long long auth_failures;
+static _Atomic unsigned long long token_lookups; /* database lookups (workers) */
+
+void rest__token_lookup_counted(void)
+{
+	atomic_fetch_add(&token_lookups, 1);
+}
 
 static const struct rest_config *cfg;
 static h2o_loop_t *loop;
@@ -160,6 +167,10 @@ void rest_gate_metrics_render(struct mu_buf *b)
 	mu_buf_adds(b, "# HELP muster_api_auth_failures_total REST requests with a missing or invalid token.\n"
 		       "# TYPE muster_api_auth_failures_total counter\n");
 	mu_buf_addf(b, "muster_api_auth_failures_total %llu\n", auth_failures);
+	mu_buf_adds(b, "# HELP muster_api_token_lookups_total Token lookups that went to the database.\n"
+		       "# TYPE muster_api_token_lookups_total counter\n");
+	mu_buf_addf(b, "muster_api_token_lookups_total %llu\n",
+		    (unsigned long long)atomic_load(&token_lookups));
 }
 
 /* ---- connections ---------------------------------------------------------------- */
@@ -283,6 +294,8 @@ static void refuse(struct gate_conn *g, int code, int retry_after_s, int why, co
 	mu_buf_adds(&out, "\r\n");
 	mu_buf_add(&out, body.p, body.len);
 	mu_buf_release(&body);
+	/* a small window while we drain: the client's bytes never pile up here */
+	setsockopt(h2o_socket_get_fd(g->sock), SOL_SOCKET, SO_RCVBUF, &(int){ 16384 }, sizeof(int));
 	h2o_socket_read_stop(g->sock);
 	if (h2o_timeout_is_linked(&g->timer))
 		h2o_timeout_unlink(&g->timer);
@@ -308,6 +321,7 @@ static int lookup_run(PGconn *db, struct store_work *w)
 {
 	struct gate_conn *g = w->arg;
 
+	rest__token_lookup_counted();
 	return store_auth_lookup(db, &g->arena, g->secret, &g->p, &w->err);
 }
 
@@ -428,6 +442,19 @@ static const char *head_end(const char *p, size_t n)
 	return NULL;
 }
 
+/* 401, or 429 once the address has spent its failure budget. */
+static void auth_refuse(struct gate_conn *g, const char *why)
+{
+	int retry;
+
+	if (rest_gate_auth_limited((struct sockaddr *)&g->peer, &retry)) {
+		refuse(g, MU_EQUOTA, retry, 2, "too many failed logins from this address");
+		return;
+	}
+	rest_gate_auth_failed((struct sockaddr *)&g->peer);
+	refuse(g, MU_EUNAUTH, 0, 1, "%s", why);
+}
+
 static void check_request(struct gate_conn *g)
 {
 	h2o_buffer_t *in = g->sock->input;
@@ -489,8 +516,7 @@ static void check_request(struct gate_conn *g)
 		return;
 	}
 	if (!h.auth || h.alen < 7 || strncasecmp(h.auth, "Bearer ", 7)) {
-		rest_gate_auth_failed((struct sockaddr *)&g->peer);
-		refuse(g, MU_EUNAUTH, 0, 1, "missing bearer token");
+		auth_refuse(g, "missing bearer token");
 		return;
 	}
 	tok = h.auth + 7;
@@ -500,8 +526,7 @@ static void check_request(struct gate_conn *g)
 		toklen--;
 	}
 	if (!toklen || toklen > 256 || memchr(tok, '\0', toklen)) {
-		rest_gate_auth_failed((struct sockaddr *)&g->peer);
-		refuse(g, MU_EUNAUTH, 0, 1, "invalid token");
+		auth_refuse(g, "invalid token");
 		return;
 	}
 	memcpy(g->secret, tok, toklen);
@@ -512,12 +537,7 @@ static void check_request(struct gate_conn *g)
 		hand_over(g);
 		return;
 	case -1:
-		if (rest_gate_auth_limited((struct sockaddr *)&g->peer, &retry)) {
-			refuse(g, MU_EQUOTA, retry, 2, "too many failed logins from this address");
-			return;
-		}
-		rest_gate_auth_failed((struct sockaddr *)&g->peer);
-		refuse(g, MU_EUNAUTH, 0, 1, "invalid token");
+		auth_refuse(g, "invalid token");
 		return;
 	default:
 		break;

@@ -62,5 +62,7 @@ int rest__auth_cached(const char *sha);
 bool rest__auth_known_good(const char *sha);
 void rest__auth_remember(const char *sha, const struct store_principal *p);
 void rest__auth_remember_bad(const char *sha);
+/* Counts one token lookup sent to the database (any thread). */
+void rest__token_lookup_counted(void);
 
 #endif
