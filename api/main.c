@@ -35,8 +35,8 @@ static const struct mu_opt opts[] = {
 	{ "no-migrate", "MUSTER_NO_MIGRATE", MU_OPT_BOOL, "false", "do not apply migrations at start", &no_migrate },
 	{ "max-conns", "MUSTER_MAX_CONNS", MU_OPT_INT, "4096", "open REST connections, all clients (503 above)", &max_conns },
 	{ "max-conns-per-addr", "MUSTER_MAX_CONNS_PER_ADDR", MU_OPT_INT, "256", "open REST connections per client address, IPv6 per /64 (503 above)", &max_conns_per_addr },
-	{ "auth-fail-burst", "MUSTER_AUTH_FAIL_BURST", MU_OPT_INT, "20", "failed logins an address may make at once before 429", &auth_fail_burst },
-	{ "auth-fail-rate", "MUSTER_AUTH_FAIL_RATE", MU_OPT_INT, "2", "failed logins per second an address regains after the burst", &auth_fail_rate },
+	{ "auth-fail-burst", "MUSTER_AUTH_FAIL_BURST", MU_OPT_INT, "50", "failed logins an address may make at once before 429", &auth_fail_burst },
+	{ "auth-fail-rate", "MUSTER_AUTH_FAIL_RATE", MU_OPT_INT, "5", "failed logins per second an address regains after the burst", &auth_fail_rate },
 	{ "log-level", "MUSTER_LOG_LEVEL", MU_OPT_STR, "info", "debug|info|warn|error", &log_level },
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))

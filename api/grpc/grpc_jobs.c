@@ -173,6 +173,15 @@ out:
 	json_decref(arr);
 }
 
+/* env values only for the job's user and admins (as REST's rest_jobs.c). */
+static struct store_job *env_scope(struct gcall *c, struct store_job *j)
+{
+	if (c->role != GR_ADMIN &&
+	    !(c->who.user && c->who.user[0] && j->user && !strcmp(c->who.user, j->user)))
+		codec_job_redact_env(j, &c->arena);
+	return j;
+}
+
 static Muster__V1__Job *job_proto(struct mu_arena *a, const struct store_job *j)
 {
 	Muster__V1__Job *pj = A(a, sizeof(*pj));
@@ -383,7 +392,7 @@ static int get_run(PGconn *db, struct gcall *c)
 	ret = store_job_get(db, &c->arena, gcall_scope(c), r->job_id, &job, &c->err);
 	if (ret < 0)
 		return ret;
-	c->resp = &job_proto(&c->arena, &job)->base;
+	c->resp = &job_proto(&c->arena, env_scope(c, &job))->base;
 	return 0;
 }
 
@@ -400,7 +409,7 @@ static int cancel_run(PGconn *db, struct gcall *c)
 	ret = store_job_cancel(db, &c->arena, gcall_scope(c), r->job_id, who, &job, &c->err);
 	if (ret < 0)
 		return ret;
-	c->resp = &job_proto(&c->arena, &job)->base;
+	c->resp = &job_proto(&c->arena, env_scope(c, &job))->base;
 	return 0;
 }
 
@@ -466,7 +475,7 @@ static int list_run(PGconn *db, struct gcall *c)
 	muster__v1__list_jobs_response__init(resp);
 	resp->jobs = A(&c->arena, page.n * sizeof(*resp->jobs));
 	for (size_t i = 0; i < page.n; i++)
-		resp->jobs[resp->n_jobs++] = job_proto(&c->arena, &page.items[i]);
+		resp->jobs[resp->n_jobs++] = job_proto(&c->arena, env_scope(c, &page.items[i]));
 	if (page.next_after) {
 		char tok[24];
 
