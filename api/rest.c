@@ -29,6 +29,7 @@
 #include "jv.h"
 #include "log.h"
 #include "rest_gate.h"
+#include "rest_metrics.h"
 #include "store_auth.h"
 
 static char *astrndup(struct mu_arena *a, const char *s, size_t n)
@@ -1232,6 +1233,7 @@ void rest_metrics_render(struct mu_buf *b)
 	mu_buf_addf(b, "muster_http_requests_in_flight %llu\n",
 		    (unsigned long long)atomic_load(&inflight_requests));
 	rest_gate_metrics_render(b);
+	rest_metrics_api_render(b);
 }
 
 /* ---- listening ------------------------------------------------------------- */

@@ -12,6 +12,7 @@
 #include "codec_job.h"
 #include "jv.h"
 #include "log.h"
+#include "rest_metrics.h"
 #include "rest_server.h"
 #include "store_auth.h"
 #include "store_job.h"
@@ -109,6 +110,8 @@ static void submit_group(PGconn *db, struct store_work **items, size_t n)
 			items[i]->err = subs[i]->err;
 			rq->err = subs[i]->err;
 		} else if (!subs[i]->replied) {
+			if (!subs[i]->replayed)
+				rest_metrics_submitted(REST_METRICS_REST, subs[i]->batch, subs[i]->n);
 			encode_jobs(rq, subs[i]);
 		}
 	}

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "codec_job.h"
+#include "rest_metrics.h"
 #include "grpc_codec.h"
 #include "grpc_internal.h"
 #include "log.h"
@@ -324,6 +325,8 @@ static int submit_finish(struct gcall *c, struct submit_state *st)
 		resp->job = job_proto(&c->arena, &st->job);
 		resp->replayed = st->s.replayed;
 		c->resp = &resp->base;
+		if (!st->s.replayed)
+			rest_metrics_submitted(REST_METRICS_GRPC, false, 1);
 	}
 	json_decref(st->body);
 	st->body = NULL;
@@ -548,6 +551,7 @@ static void watch_free(struct gcall *c)
 	mu_free(w->kinds);
 	mu_free(w);
 	c->stream = NULL;
+	rest_metrics_event_streams_add(REST_METRICS_WATCH, -1);
 }
 
 /* CQ thread: the client went away. */
@@ -598,6 +602,7 @@ static int watch_run(PGconn *db, struct gcall *c)
 	w->cursor = r->after_event_id;
 	c->stream = w;
 	c->stream_free = watch_free;
+	rest_metrics_event_streams_add(REST_METRICS_WATCH, +1);
 	if (w->cursor < 0) {
 		ret = store_event_max_id(db, &w->cursor, &c->err);
 		if (ret < 0)
