@@ -175,7 +175,9 @@ void mu_metrics_stop(struct mu_metrics_server *s)
 {
 	if (!s)
 		return;
-	write_all(s->wake[1], "x", 1) ;
+	/* a pipe, not a socket: write(2) (send(2) would fail with ENOTSOCK) */
+	while (write(s->wake[1], "x", 1) < 0 && errno == EINTR)
+		;
 	pthread_join(s->thread, NULL);
 	close(s->fd);
 	close(s->wake[0]);

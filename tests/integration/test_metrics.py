@@ -11,7 +11,9 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
+import time
 import urllib.request
 
 import harness
@@ -79,9 +81,9 @@ def setup(c):
     c.make_tenant("mt")
     token = c.make_token("agent", node="m1")
     state = os.path.join(c.dir, "state-m1")
-    c.start_process(["muster-scheduler", "--db", c.db_url, "--tick", "200ms",
+    S["sched"] = c.start_process(["muster-scheduler", "--db", c.db_url, "--tick", "200ms",
                      "--metrics-addr", "127.0.0.1:%d" % S["sched_port"]], name="sched")
-    c.start_process(
+    S["agent"] = c.start_process(
         [harness.binary("muster-agent"), "--api", "127.0.0.1:%d" % c.grpc_port, "--node", "m1",
          "--address", "127.0.0.1", "--state-dir", state, "--gpu-backend", "fake",
          "--fake-gpus", "4", "--fake-gpu-model", "H100", "--heartbeat-interval", "300ms",
@@ -193,6 +195,19 @@ def test_bad_metrics_addr_is_refused(c):
                        capture_output=True, text=True, timeout=30)
     check_eq(r.returncode, 2, r.stderr)
     check("metrics-addr" in r.stderr or "host:port" in r.stderr, r.stderr)
+
+
+
+def test_daemons_with_metrics_stop_promptly(c):
+    """SIGTERM still ends a daemon serving metrics (the listener thread joins)."""
+    setup(c)
+    for k in ("agent", "sched"):
+        p = S[k]
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(timeout=20)
+        check_eq(rc, 0, k)
+        check(time.monotonic() - t0 < 5, "%s took %.1fs to stop" % (k, time.monotonic() - t0))
 
 
 if __name__ == "__main__":
