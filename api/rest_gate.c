@@ -11,6 +11,7 @@
 #include "rest_gate.h"
 
 #include <math.h>
+#include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -74,7 +75,10 @@ static bool addr_key(const struct sockaddr *sa, unsigned char key[16])
 		return true;
 	}
 	if (sa->sa_family == AF_INET6) {
-		memcpy(key, &((const struct sockaddr_in6 *)sa)->sin6_addr, 8);
+		const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		/* an IPv4 client of a [::] listener is that IPv4 address */
+		memcpy(key, a6, IN6_IS_ADDR_V4MAPPED(a6) ? 16 : 8);
 		return true;
 	}
 	return false;
