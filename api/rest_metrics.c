@@ -6,6 +6,17 @@
 static _Atomic unsigned long long submits[2][2]; /* [api][batch] */
 static _Atomic unsigned long long batch_jobs[2];
 static _Atomic long long streams[3];
+static _Atomic unsigned long long grpc_auth_failures, grpc_lookups;
+
+void rest_metrics_grpc_token_lookup(void)
+{
+	atomic_fetch_add(&grpc_lookups, 1);
+}
+
+void rest_metrics_grpc_auth_failed(void)
+{
+	atomic_fetch_add(&grpc_auth_failures, 1);
+}
 
 void rest_metrics_submitted(enum rest_metrics_api api, bool batch, size_t jobs)
 {
@@ -36,6 +47,14 @@ void rest_metrics_api_render(struct mu_buf *b)
 	for (int a = 0; a < 2; a++)
 		mu_buf_addf(b, "muster_api_batch_jobs_total{api=\"%s\"} %llu\n", apis[a],
 			    (unsigned long long)atomic_load(&batch_jobs[a]));
+	mu_buf_adds(b, "# HELP muster_api_grpc_auth_failures_total gRPC calls with a missing or invalid token.\n"
+		       "# TYPE muster_api_grpc_auth_failures_total counter\n");
+	mu_buf_addf(b, "muster_api_grpc_auth_failures_total %llu\n",
+		    (unsigned long long)atomic_load(&grpc_auth_failures));
+	mu_buf_adds(b, "# HELP muster_api_grpc_token_lookups_total gRPC token lookups that went to the database.\n"
+		       "# TYPE muster_api_grpc_token_lookups_total counter\n");
+	mu_buf_addf(b, "muster_api_grpc_token_lookups_total %llu\n",
+		    (unsigned long long)atomic_load(&grpc_lookups));
 	mu_buf_adds(b, "# HELP muster_api_event_streams Event streams open now, by kind.\n"
 		       "# TYPE muster_api_event_streams gauge\n");
 	for (int k = 0; k < 3; k++)

@@ -21,6 +21,9 @@ enum rest_metrics_stream { REST_METRICS_SSE, REST_METRICS_WATCH, REST_METRICS_LO
 /* One accepted submit (not an idempotent replay) of `jobs` jobs. */
 void rest_metrics_submitted(enum rest_metrics_api api, bool batch, size_t jobs);
 void rest_metrics_event_streams_add(enum rest_metrics_stream kind, int delta);
+/* A gRPC call with a missing or invalid token (REST's are the gate's). */
+void rest_metrics_grpc_auth_failed(void);
+void rest_metrics_grpc_token_lookup(void); /* one went to the database */
 
 /* Appends these metrics (called by rest_metrics_render). */
 void rest_metrics_api_render(struct mu_buf *b);

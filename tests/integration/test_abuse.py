@@ -104,6 +104,25 @@ def rss_kib(pid, field):
     raise RuntimeError(field)
 
 
+def test_grpc_bogus_tokens_are_cached(c):
+    from test_grpc_common import load, channel, md
+    import grpc
+    pb = load()
+    stub = pb["jobs_grpc"].JobServiceStub(channel(c))
+    J = pb["jobs"]
+    before = metrics(c)
+    for _ in range(20):
+        try:
+            stub.Get(J.GetJobRequest(job_id=1), metadata=md("mst_grpc_bogus"), timeout=10)
+            check(False, "a bogus token was served")
+        except grpc.RpcError as e:
+            check_eq(e.code(), grpc.StatusCode.UNAUTHENTICATED)
+    after = metrics(c)
+    looked = after["muster_api_grpc_token_lookups_total"] - before["muster_api_grpc_token_lookups_total"]
+    check(looked <= 2, "a repeated bogus gRPC token went to the database %d times" % looked)
+    check_eq(after["muster_api_grpc_auth_failures_total"] - before["muster_api_grpc_auth_failures_total"], 20)
+
+
 # -- routing and limits from the headers alone ---------------------------------
 
 def test_refusals_before_the_body(c):
