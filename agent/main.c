@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ag_metrics.h"
 #include "agent.h"
 #include "alloc.h"
 #include "config.h"
@@ -36,7 +37,11 @@ static long long fake_gpus, fake_memory_mb, heartbeat_ms, default_grace_s, min_u
 static long long log_retention_ms;
 static bool allow_root_jobs, single_user;
 
+static char *metrics_addr;
+
 static const struct mu_opt opts[] = {
+	{ "metrics-addr", "MUSTER_AGENT_METRICS_ADDR", MU_OPT_STR, "",
+	  "serve Prometheus metrics on host:port at /metrics (\"\" = off)", &metrics_addr },
 	{ "api", "MUSTER_AGENT_API", MU_OPT_STR, "127.0.0.1:9090",
 	  "muster-api gRPC address (host:port)", &api_addr },
 	{ "token-file", "MUSTER_AGENT_TOKEN_FILE", MU_OPT_STR, "",
@@ -242,6 +247,7 @@ static void on_desired(struct agent *a, const Muster__V1__DesiredState *ds)
 			r = &a->runs[a->nruns++];
 			int rc = ag_run_start(r, &spec, &a->node);
 			ag_spec_free(&spec);
+			ag_metrics_run_started();
 			a->dirty = true;
 			ag_state_save(state_dir, a->runs, a->nruns); /* before anyone hears of it */
 			a->dirty = false;
@@ -485,6 +491,7 @@ static void send_heartbeat(struct agent *a)
 	if (ag_stream_backlog(a->stream) < AG_STREAM_HB_BACKLOG && ag_stream_send(a->stream, &m)) {
 		for (int i = 0; i < a->gpus.n; i++)
 			a->gpus.gpu[i].nxids = 0; /* delivered (or the stream fails and we resend none) */
+		ag_metrics_xids_cleared();
 	}
 }
 
@@ -493,6 +500,7 @@ static bool poll_health(struct agent *a)
 {
 	bool urgent = false;
 	ag_gpus_poll(&a->gpus);
+	ag_metrics_gpus(&a->gpus);
 	for (int i = 0; i < a->gpus.n; i++)
 		if (a->gpus.gpu[i].nxids)
 			urgent = true;
@@ -723,6 +731,8 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	if (ag_metrics_start(metrics_addr, node_name) < 0)
+		goto out;
 	a.stream = ag_stream_new(api_addr, ag_token_header());
 	a.logs = ag_logs_new(state_dir);
 	mu_info("node=%s address=%s api=%s gpus=%d backend=%s state=%s runs=%d", node_name, address,
@@ -750,6 +760,12 @@ int main(int argc, char **argv)
 		ag_logs_take(a.logs, on_log_done, &a);
 		prune_logs(&a);
 		bool urgent = poll_health(&a);
+		{
+			int live = 0;
+			for (int i = 0; i < a.nruns; i++)
+				live += a.runs[i].state != AG_RUN_DONE;
+			ag_metrics_runs(live, ag_stream_ready(a.stream));
+		}
 		if (ag_stream_ready(a.stream) && (urgent || ag_now() >= a.next_hb)) {
 			send_heartbeat(&a);
 			a.next_hb = ag_now() + (double)heartbeat_ms / 1000.0;
@@ -763,6 +779,7 @@ int main(int argc, char **argv)
 	ag_state_save(state_dir, a.runs, a.nruns);
 	rc = 0;
 out:
+	ag_metrics_stop();
 	ag_logs_free(a.logs);
 	if (a.stream)
 		ag_stream_free(a.stream);

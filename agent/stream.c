@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ag_metrics.h"
 #include "agent.h"
 #include "alloc.h"
 #include "log.h"
@@ -227,6 +228,7 @@ static void finish_if_done(struct ag_stream *s)
 	gpr_free(det);
 	s->backoff = s->backoff * 2 > BACKOFF_MAX ? BACKOFF_MAX : s->backoff * 2;
 	s->next_open = ag_now() + wait;
+	ag_metrics_stream_reconnect();
 	grpc_slice_unref(s->details);
 	grpc_metadata_array_destroy(&s->md_init);
 	grpc_metadata_array_destroy(&s->md_trail);

@@ -24,9 +24,12 @@
 
 #include "alloc.h"
 #include "log.h"
+#include "rest_gate.h"
 
 #define PEM_MAX (1 << 20)
 
+
+static const h2o_iovec_t http1_alpn[] = { { H2O_STRLIT("http/1.1") }, { NULL } };
 static struct {
 	pthread_mutex_t mu;
 	char *cert_file, *key_file, *ca_file; /* configuration (ca_file NULL = none) */
@@ -139,7 +142,9 @@ static SSL_CTX *rest_ctx_new(struct mu_error *err)
 	leaf = SSL_CTX_get0_certificate(ctx);
 	if (check_validity("tls-cert", t.cert_file, leaf, err) < 0)
 		goto fail;
-	h2o_ssl_register_alpn_protocols(ctx, h2o_http2_alpn_protocols);
+	/* HTTP/1.1 only: every connection passes the gate (rest_gate.c), which
+	 * reads an HTTP/1 request's headers before h2o sees its body. */
+	h2o_ssl_register_alpn_protocols(ctx, http1_alpn);
 	X509_NAME_oneline(X509_get_subject_name(leaf), subject, sizeof(subject));
 	b = BIO_new(BIO_s_mem());
 	ASN1_TIME_print(b, X509_get0_notAfter(leaf));
@@ -357,6 +362,17 @@ static void on_plain_written(h2o_socket_t *sock, const char *err)
 	h2o_socket_close(sock);
 }
 
+static void on_handshake(h2o_socket_t *sock, const char *err)
+{
+	if (sock->data) /* NULL when the timer closed it mid-handshake */
+		peek_end(sock->data);
+	if (err) {
+		h2o_socket_close(sock);
+		return;
+	}
+	rest_gate_accept(sock);
+}
+
 static void on_peek(h2o_socket_t *sock, const char *err)
 {
 	struct peek *p = sock->data;
@@ -371,13 +387,16 @@ static void on_peek(h2o_socket_t *sock, const char *err)
 	if (!sock->input->size)
 		return;
 	h2o_socket_read_stop(sock);
-	peek_end(p);
-	/* 0x16: a TLS handshake record. h2o hands the bytes already read to
-	 * the handshake (as it does after a PROXY line). */
+	/* 0x16: a TLS handshake record. The handshake takes the bytes already
+	 * read (as h2o's own accept does after a PROXY line); the peek's timer,
+	 * restarted, bounds it, then the gate has the connection. */
 	if ((unsigned char)sock->input->bytes[0] == 0x16) {
-		h2o_accept(ctx, sock);
+		h2o_timeout_unlink(&p->te);
+		h2o_timeout_link(peek_loop, &peek_timeout, &p->te);
+		h2o_socket_ssl_handshake(sock, ctx->ssl_ctx, NULL, on_handshake);
 		return;
 	}
+	peek_end(p);
 	h2o_socket_write(sock, &reply, 1, on_plain_written);
 }
 
@@ -396,7 +415,7 @@ void api_tls_accept(h2o_accept_ctx_t *ctx, h2o_socket_t *sock)
 	struct peek *p;
 
 	if (!ctx->ssl_ctx) {
-		h2o_accept(ctx, sock);
+		rest_gate_accept(sock);
 		return;
 	}
 	if (peek_loop != ctx->ctx->loop) {

@@ -62,10 +62,12 @@ int api_tls_check_node(grpc_call *call, const char *node, struct mu_error *err)
 	__attribute__((warn_unused_result));
 
 /*
- * REST's accept (loop thread), instead of h2o_accept: with TLS, waits for
- * the first bytes (10 s at most) and answers a plaintext request with a
- * 400 problem saying the port speaks TLS, rather than dropping it in the
- * handshake ("empty reply"). Without TLS it is h2o_accept.
+ * REST's accept (loop thread): with TLS, waits for the first bytes and
+ * answers a plaintext request with a 400 problem saying the port speaks TLS,
+ * rather than dropping it in the handshake ("empty reply"); the first bytes
+ * and the handshake together get 10 s. Then (and at once without TLS) the
+ * connection goes to the gate, rest_gate_accept(). REST over TLS speaks
+ * HTTP/1.1 only (ALPN), so the gate reads every connection's first request.
  */
 struct st_h2o_accept_ctx_t;
 struct st_h2o_socket_t;

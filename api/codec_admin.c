@@ -586,10 +586,18 @@ int codec_token_new_decode(const json_t *body, struct codec_token_new *out, stru
 }
 
 int codec_token_new_authorize(struct codec_token_new *in, bool caller_admin,
-			      const char *caller_tenant, struct mu_error *err)
+			      const char *caller_tenant, const char *caller_user,
+			      struct mu_error *err)
 {
 	if (caller_admin)
 		return 0;
+	if (!caller_user)
+		caller_user = "";
+	if (!in->user || !in->user[0])
+		in->user = caller_user;
+	else if (strcmp(in->user, caller_user) != 0)
+		return mu_error_set(err, MU_EFORBIDDEN, "user",
+				    "a token may create tokens only for its own user");
 	/* A tenant-less (global) token would escape the caller's subtree. */
 	if (strcmp(in->role, "tenant") != 0 && strcmp(in->role, "reader") != 0)
 		return mu_error_set(err, MU_EFORBIDDEN, "role",

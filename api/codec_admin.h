@@ -90,10 +90,13 @@ int codec_token_new_decode(const json_t *body, struct codec_token_new *out, stru
  * Who may create `in` (REST and gRPC): an admin any token; any other caller
  * (a tenant token) only tenant and reader tokens in its own subtree, so a
  * missing tenant becomes `caller_tenant` (borrowed) and a caller without one
- * is MU_EFORBIDDEN, as is a stronger role. The store checks the subtree.
+ * is MU_EFORBIDDEN, as is a stronger role. A non-admin mints only for its
+ * own user (a missing user becomes `caller_user`; another is MU_EFORBIDDEN).
+ * The store checks the subtree and the expiry (no later than the caller's).
  */
 int codec_token_new_authorize(struct codec_token_new *in, bool caller_admin,
-			      const char *caller_tenant, struct mu_error *err)
+			      const char *caller_tenant, const char *caller_user,
+			      struct mu_error *err)
 	__attribute__((warn_unused_result));
 /* `secret` non-NULL adds "token" (only in the answer to a create). */
 json_t *codec_token_encode(const struct store_token *t, const char *secret);

@@ -1,7 +1,9 @@
 /* codec_job.c - see codec_job.h. */
 #include "codec_job.h"
 
+#include <jansson.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -452,4 +454,24 @@ void codec_job_encode(const struct store_job *j, struct mu_buf *b)
 	if (j->events)
 		kraw(b, "events", j->events, "[]");
 	mu_buf_addc(b, '}');
+}
+
+void codec_job_redact_env(struct store_job *job, struct mu_arena *a)
+{
+	json_t *o = job->env ? json_loads(job->env, JSON_DECODE_ANY, NULL) : NULL;
+	const char *k;
+	json_t *v;
+	char *text;
+
+	if (!json_is_object(o)) {
+		job->env = "{}";
+		goto out;
+	}
+	json_object_foreach(o, k, v)
+		json_object_set_new(o, k, json_string(CODEC_JOB_REDACTED));
+	text = json_dumps(o, JSON_COMPACT);
+	job->env = mu_arena_strdup(a, text ? text : "{}");
+	free(text);
+out:
+	json_decref(o);
 }

@@ -27,6 +27,14 @@
 int codec_job_decode(const json_t *body, struct mu_arena *a, const char *prefix,
 		     struct store_job *job, struct mu_error *err) __attribute__((warn_unused_result));
 
+/*
+ * Replaces the values of job->env with "<redacted>", keeping the names (for
+ * readers who are neither the job's user nor an admin). The new text is
+ * allocated in `a`.
+ */
+void codec_job_redact_env(struct store_job *job, struct mu_arena *a);
+#define CODEC_JOB_REDACTED "<redacted>"
+
 /* Appends the job object as JSON text (runs/events too when set). */
 void codec_job_encode(const struct store_job *job, struct mu_buf *out);
 

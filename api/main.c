@@ -25,6 +25,7 @@
 static char *db_url, *http_addr, *grpc_addr, *admin_token, *log_level;
 static char *tls_cert, *tls_key, *tls_client_ca;
 static long long max_body, max_batch_body, db_pool, max_queue;
+static long long max_conns, max_conns_per_addr, auth_fail_burst, auth_fail_rate;
 static bool no_migrate;
 static char *ui_dir, *cors_origins;
 static long long events_buffer, sse_max, sse_max_token, sse_heartbeat;
@@ -39,6 +40,10 @@ static const struct mu_opt opts[] = {
 	{ "db-pool", "MUSTER_DB_POOL", MU_OPT_INT, "4", "database worker threads (one connection each)", &db_pool },
 	{ "db-queue", "MUSTER_DB_QUEUE", MU_OPT_INT, "65536", "queued database work items before 503", &max_queue },
 	{ "no-migrate", "MUSTER_NO_MIGRATE", MU_OPT_BOOL, "false", "do not apply migrations at start", &no_migrate },
+	{ "max-conns", "MUSTER_MAX_CONNS", MU_OPT_INT, "4096", "open REST connections, all clients (503 above)", &max_conns },
+	{ "max-conns-per-addr", "MUSTER_MAX_CONNS_PER_ADDR", MU_OPT_INT, "256", "open REST connections per client address, IPv6 per /64 (503 above)", &max_conns_per_addr },
+	{ "auth-fail-burst", "MUSTER_AUTH_FAIL_BURST", MU_OPT_INT, "50", "failed logins an address may make at once before 429", &auth_fail_burst },
+	{ "auth-fail-rate", "MUSTER_AUTH_FAIL_RATE", MU_OPT_INT, "5", "failed logins per second an address regains after the burst", &auth_fail_rate },
 	{ "log-level", "MUSTER_LOG_LEVEL", MU_OPT_STR, "info", "debug|info|warn|error", &log_level },
 	{ "ui-dir", "MUSTER_UI_DIR", MU_OPT_STR, MUSTER_UI_DIR_DEFAULT, "the web portal's built files, served at /ui/", &ui_dir },
 	{ "cors-origins", "MUSTER_CORS_ORIGINS", MU_OPT_STR, "", "origins allowed to call the API from a browser (comma list; empty = same origin only)", &cors_origins },
@@ -128,6 +133,10 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (max_conns < 1 || max_conns_per_addr < 1 || auth_fail_burst < 1 || auth_fail_rate < 1) {
+		fprintf(stderr, "muster-api: --max-conns, --max-conns-per-addr, --auth-fail-burst and --auth-fail-rate must be >= 1\n");
+		return 2;
+	}
 	if (startup_db() < 0) {
 		ret = 1;
 		goto out;
@@ -139,6 +148,10 @@ int main(int argc, char **argv)
 	cfg.max_batch_body = (size_t)max_batch_body;
 	cfg.pool = pool;
 	cfg.db_url = db_url;
+	cfg.max_conns = max_conns;
+	cfg.max_conns_per_addr = max_conns_per_addr;
+	cfg.auth_fail_burst = auth_fail_burst;
+	cfg.auth_fail_rate = auth_fail_rate;
 	gcfg.addr = grpc_addr;
 	gcfg.pool = pool;
 	gcfg.db_url = db_url;

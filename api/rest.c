@@ -31,6 +31,8 @@
 #include "log.h"
 #include "rest_cors.h"
 #include "rest_ui.h"
+#include "rest_gate.h"
+#include "rest_metrics.h"
 #include "store_auth.h"
 
 static char *astrndup(struct mu_arena *a, const char *s, size_t n)
@@ -260,6 +262,9 @@ static void send_reply(struct ctx *c, int rc)
 		ctype = "application/problem+json";
 		if (code == MU_EUNAUTH)
 			add_header(req, "www-authenticate", "Bearer realm=\"muster\"");
+		for (size_t i = 0; i < c->nh; i++)
+			if (!strcmp(c->hn[i], "retry-after"))
+				add_header(req, c->hn[i], c->hv[i]);
 		if (status >= 500)
 			mu_warn("http %s %s status=%d %s", c->rq.method, c->rq.path, status,
 				c->rq.err.msg);
@@ -720,6 +725,17 @@ struct auth_entry {
 };
 static struct auth_entry auth_cache[AUTH_CACHE_SIZE];
 
+/* Failed lookups, remembered briefly so a repeated bogus token costs no
+ * query (a token created meanwhile has a fresh random secret, so a
+ * negative entry never hides a valid token). */
+#define AUTH_NEG_SIZE 4096
+#define AUTH_NEG_TTL 5.0
+struct auth_neg {
+	char sha[65];
+	double expires;
+};
+static struct auth_neg auth_neg[AUTH_NEG_SIZE];
+
 static void auth_entry_clear(struct auth_entry *e)
 {
 	mu_free(e->tenant);
@@ -735,6 +751,8 @@ void rest_auth_cache_flush(void)
 		auth_entry_clear(&auth_cache[i]);
 }
 
+static void auth_flush_if_asked(void);
+
 /* Flush requests from other threads (gRPC), honoured by the next lookup. */
 static atomic_uint auth_flush_asked;
 static unsigned auth_flush_done;
@@ -742,6 +760,14 @@ static unsigned auth_flush_done;
 void rest_auth_cache_flush_soon(void)
 {
 	atomic_fetch_add(&auth_flush_asked, 1);
+}
+
+static void auth_flush_if_asked(void)
+{
+	if (atomic_load(&auth_flush_asked) != auth_flush_done) {
+		auth_flush_done = atomic_load(&auth_flush_asked);
+		rest_auth_cache_flush();
+	}
 }
 
 static size_t auth_slot(const char *sha)
@@ -773,12 +799,69 @@ static const char *adup(struct mu_arena *a, const char *s)
 	return s ? mu_arena_strdup(a, s) : NULL;
 }
 
+int rest__auth_cached(const char *sha)
+{
+	struct auth_entry *e;
+	struct auth_neg *n;
+	double now = now_s();
+
+	auth_flush_if_asked();
+	e = &auth_cache[auth_slot(sha)];
+	if (!strcmp(e->sha, sha) && e->expires > now)
+		return 1;
+	n = &auth_neg[auth_slot(sha) % AUTH_NEG_SIZE];
+	if (!strcmp(n->sha, sha) && n->expires > now)
+		return -1;
+	return 0;
+}
+
+bool rest__auth_known_good(const char *sha)
+{
+	return !strcmp(auth_cache[auth_slot(sha)].sha, sha);
+}
+
+static void auth_remember(const char *sha, int role, int64_t token_id, int64_t tenant_id,
+			  const char *tenant, const char *tenant_path, const char *user,
+			  const char *node)
+{
+	struct auth_entry *e = &auth_cache[auth_slot(sha)];
+
+	auth_entry_clear(e);
+	memcpy(e->sha, sha, sizeof(e->sha));
+	e->expires = now_s() + AUTH_CACHE_TTL;
+	e->role = role;
+	e->token_id = token_id;
+	e->tenant_id = tenant_id;
+	e->tenant = tenant ? mu_strdup(tenant) : NULL;
+	e->tenant_path = tenant_path ? mu_strdup(tenant_path) : NULL;
+	e->user = mu_strdup(user ? user : "");
+	e->node = node ? mu_strdup(node) : NULL;
+}
+
+void rest__auth_remember(const char *sha, const struct store_principal *p)
+{
+	auth_remember(sha, role_of(p->role), p->token_id, p->tenant_id, p->tenant, p->tenant_path,
+		      p->user, p->node);
+}
+
+void rest__auth_remember_bad(const char *sha)
+{
+	struct auth_neg *n = &auth_neg[auth_slot(sha) % AUTH_NEG_SIZE];
+	struct auth_entry *e = &auth_cache[auth_slot(sha)];
+
+	if (!strcmp(e->sha, sha))
+		auth_entry_clear(e); /* revoked: no longer "known good" */
+	memcpy(n->sha, sha, sizeof(n->sha));
+	n->expires = now_s() + AUTH_NEG_TTL;
+}
+
 static int auth_lookup(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct ctx *c = ctx_of(rq);
 	struct store_principal p;
 	int ret;
 
+	rest__token_lookup_counted();
 	ret = store_auth_lookup(db, rq->arena, c->secret, &p, &rq->err);
 	if (ret < 0)
 		return ret;
@@ -794,25 +877,60 @@ static int auth_lookup(PGconn *db, struct rest_req *rq, void *arg)
 
 static void dispatch(struct ctx *c);
 
+/* A later request on a kept-alive connection failed auth: it counts
+ * against the address, and the connection closes after the answer (the
+ * gate checks the next connection's first request before its body). */
+static void auth_failed(struct ctx *c)
+{
+	struct sockaddr_storage ss;
+	h2o_req_t *req = c->req;
+
+	if (!req)
+		return;
+	req->http1_is_persistent = 0;
+	if (req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&ss))
+		rest_gate_auth_failed((struct sockaddr *)&ss);
+}
+
 static void auth_done(struct rest_req *rq, void *arg, int rc)
 {
 	struct ctx *c = ctx_of(rq);
-	struct auth_entry *e;
 
+	if (rc == MU_EUNAUTH) {
+		rest__auth_remember_bad(c->token_sha);
+		auth_failed(c);
+	}
 	if (rc < 0 || rq->gone)
 		return; /* the framework replies with rq->err */
-	e = &auth_cache[auth_slot(c->token_sha)];
-	auth_entry_clear(e);
-	memcpy(e->sha, c->token_sha, sizeof(e->sha));
-	e->expires = now_s() + AUTH_CACHE_TTL;
-	e->role = rq->who.role;
-	e->token_id = rq->who.token_id;
-	e->tenant_id = rq->who.tenant_id;
-	e->tenant = rq->who.tenant ? mu_strdup(rq->who.tenant) : NULL;
-	e->tenant_path = rq->who.tenant_path ? mu_strdup(rq->who.tenant_path) : NULL;
-	e->user = mu_strdup(rq->who.user ? rq->who.user : "");
-	e->node = rq->who.node ? mu_strdup(rq->who.node) : NULL;
+	auth_remember(c->token_sha, rq->who.role, rq->who.token_id, rq->who.tenant_id,
+		      rq->who.tenant, rq->who.tenant_path, rq->who.user, rq->who.node);
 	dispatch(c);
+}
+
+/* The caller's address has spent its auth-failure budget: 429 set up. */
+static bool auth_limited(struct ctx *c)
+{
+	struct sockaddr_storage ss;
+	char v[16];
+	int retry;
+
+	if (!c->req ||
+	    !c->req->conn->callbacks->get_peername(c->req->conn, (struct sockaddr *)&ss) ||
+	    !rest_gate_auth_limited((struct sockaddr *)&ss, &retry))
+		return false;
+	snprintf(v, sizeof(v), "%d", retry);
+	rest_add_header(&c->rq, "retry-after", v);
+	c->req->http1_is_persistent = 0;
+	mu_error_set(&c->rq.err, MU_EQUOTA, "", "too many failed logins from this address");
+	return true;
+}
+
+static int auth_refuse(struct ctx *c, const char *why)
+{
+	if (auth_limited(c))
+		return MU_EQUOTA;
+	auth_failed(c);
+	return mu_error_set(&c->rq.err, MU_EUNAUTH, "", "%s", why);
 }
 
 /* 0: principal known (cache hit); 1: lookup deferred; <0: reply with error. */
@@ -821,22 +939,24 @@ static int authenticate(struct ctx *c)
 	struct rest_req *rq = &c->rq;
 	const char *h = rest_header(rq, "authorization");
 	struct auth_entry *e;
+	int known = 0;
 
 	if (!h || strncasecmp(h, "Bearer ", 7))
-		return mu_error_set(&rq->err, MU_EUNAUTH, "", "missing bearer token");
+		return auth_refuse(c, "missing bearer token");
 	h += 7;
 	while (*h == ' ')
 		h++;
 	if (!*h || strlen(h) > 256)
-		return mu_error_set(&rq->err, MU_EUNAUTH, "", "invalid token");
+		return auth_refuse(c, "invalid token");
 	c->secret = h;
-	if (atomic_load(&auth_flush_asked) != auth_flush_done) {
-		auth_flush_done = atomic_load(&auth_flush_asked);
-		rest_auth_cache_flush();
-	}
 	store_auth_hash(h, c->token_sha);
+	known = rest__auth_cached(c->token_sha);
+	if (known < 0)
+		return auth_refuse(c, "invalid token");
+	if (!known && !rest__auth_known_good(c->token_sha) && auth_limited(c))
+		return MU_EQUOTA;
 	e = &auth_cache[auth_slot(c->token_sha)];
-	if (!strcmp(e->sha, c->token_sha) && e->expires > now_s()) {
+	if (known > 0) {
 		rq->who.role = e->role;
 		rq->who.token_id = e->token_id;
 		rq->who.tenant_id = e->tenant_id;
@@ -957,6 +1077,31 @@ static bool match(struct ctx *c, const char *pattern, const char *path, size_t p
 		s = sseg_end;
 	}
 	return !*p && s == end;
+}
+
+int rest__route_find(const char *method, size_t mlen, const char *path, size_t plen, int *roles)
+{
+	struct ctx c = { 0 };
+	struct mu_arena a;
+	bool path_matched = false;
+	int found = MU_ENOTFOUND;
+
+	mu_arena_init(&a, 1024);
+	c.rq.arena = &a;
+	for (size_t i = 0; i < NROUTES; i++) {
+		if (!match(&c, routes[i].pattern, path, plen))
+			continue;
+		path_matched = true;
+		if (strlen(routes[i].method) == mlen && !memcmp(routes[i].method, method, mlen)) {
+			found = (int)i;
+			*roles = routes[i].roles;
+			break;
+		}
+	}
+	mu_arena_release(&a);
+	if (found < 0 && path_matched)
+		found = MU_EMETHOD;
+	return found;
 }
 
 static void run_handler(struct ctx *c)
@@ -1156,6 +1301,8 @@ void rest_metrics_render(struct mu_buf *b)
 		       "# TYPE muster_http_requests_in_flight gauge\n");
 	mu_buf_addf(b, "muster_http_requests_in_flight %llu\n",
 		    (unsigned long long)atomic_load(&inflight_requests));
+	rest_gate_metrics_render(b);
+	rest_metrics_api_render(b);
 }
 
 /* ---- listening ------------------------------------------------------------- */
@@ -1167,7 +1314,7 @@ static void on_accept(h2o_socket_t *listener, const char *err)
 	if (err)
 		return;
 	while ((sock = h2o_evloop_socket_accept(listener)))
-		api_tls_accept(&accept_ctx, sock); /* h2o_accept, or TLS with a plaintext check */
+		api_tls_accept(&accept_ctx, sock); /* the gate, after TLS when it is on */
 }
 
 static int listen_on(const char *addr, struct mu_error *err)
@@ -1246,6 +1393,8 @@ int rest_server_run(const struct rest_config *config)
 	h2o_config_init(&h2o_config);
 	h2o_config.max_request_entity_size = cfg.max_batch_body > cfg.max_body
 						     ? cfg.max_batch_body : cfg.max_body;
+	/* HTTP/2 (h2c) would bypass the gate's checks before the body. */
+	h2o_config.http1.upgrade_to_http2 = 0;
 	host = h2o_config_register_host(&h2o_config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
 	path = h2o_config_register_path(host, "/", 0);
 	handler = h2o_create_handler(path, sizeof(*handler));
@@ -1256,6 +1405,7 @@ int rest_server_run(const struct rest_config *config)
 	accept_ctx.ssl_ctx = api_tls_rest_ctx(); /* NULL: plain HTTP */
 	mq = h2o_multithread_create_queue(h2o_ctx.loop);
 	h2o_multithread_register_receiver(mq, &receiver, on_messages);
+	rest_gate_init(h2o_ctx.loop, &accept_ctx, mq, &cfg);
 
 	fd = listen_on(cfg.http_addr, &err);
 	if (fd < 0) {

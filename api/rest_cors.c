@@ -1,6 +1,10 @@
 /* rest_cors.c - the CORS allow-list; see rest_cors.h. */
 #include "rest_cors.h"
 
+#include <stdbool.h>
+
+#include "buf.h"
+
 #include <string.h>
 
 #include "alloc.h"
@@ -71,6 +75,14 @@ static const h2o_header_t *find(h2o_req_t *req, const char *name)
 	return i < 0 ? NULL : &req->headers.entries[i];
 }
 
+static bool on_list(const char *origin, size_t len)
+{
+	for (size_t i = 0; i < norigins; i++)
+		if (strlen(origins[i]) == len && !memcmp(origins[i], origin, len))
+			return true;
+	return false;
+}
+
 /* The request's Origin when it is on the list, else NULL. */
 static const h2o_header_t *allowed(h2o_req_t *req)
 {
@@ -78,10 +90,19 @@ static const h2o_header_t *allowed(h2o_req_t *req)
 
 	if (!norigins || !(h = find(req, "origin")))
 		return NULL;
-	for (size_t i = 0; i < norigins; i++)
-		if (strlen(origins[i]) == h->value.len && !memcmp(origins[i], h->value.base, h->value.len))
-			return h;
-	return NULL;
+	return on_list(h->value.base, h->value.len) ? h : NULL;
+}
+
+void rest_cors_raw_headers(const char *origin, size_t len, struct mu_buf *out)
+{
+	if (!norigins)
+		return;
+	mu_buf_adds(out, "Vary: Origin\r\n");
+	if (!origin || !on_list(origin, len))
+		return;
+	mu_buf_adds(out, "Access-Control-Allow-Origin: ");
+	mu_buf_add(out, origin, len);
+	mu_buf_addf(out, "\r\nAccess-Control-Expose-Headers: %s\r\n", expose);
 }
 
 static void add(h2o_req_t *req, const char *name, const char *v, size_t len)

@@ -21,6 +21,11 @@ int rest_cors_init(const char *origins) __attribute__((warn_unused_result));
  * response when its Origin is allowed. Loop thread, before the reply goes. */
 void rest_cors_response(h2o_req_t *req);
 
+/* The same headers as raw HTTP/1 lines ("Name: value\r\n") for an answer
+ * written without h2o (the gate's refusals); `origin` NULL = none sent. */
+struct mu_buf;
+void rest_cors_raw_headers(const char *origin, size_t len, struct mu_buf *out);
+
 /* Adds the preflight headers (Allow-Methods `methods`, Allow-Headers,
  * Max-Age) when the Origin is allowed and it asks for a method. */
 void rest_cors_preflight(h2o_req_t *req, const char *methods);

@@ -12,6 +12,7 @@
 #include "codec_job.h"
 #include "jv.h"
 #include "log.h"
+#include "rest_metrics.h"
 #include "rest_server.h"
 #include "store_auth.h"
 #include "store_job.h"
@@ -47,6 +48,17 @@ static int apply_principal(const struct rest_req *rq, struct store_job *j, const
 	if (!j->tenant)
 		return jv_fail(err, MU_EMISSING, prefix, "tenant", "required");
 	return 0;
+}
+
+/* A job's env values are its user's (and admins'): other readers see the
+ * names only. Submit replies skip this: the submitter is the job's user. */
+static void env_scope(const struct rest_req *rq, struct store_job *j)
+{
+	if (rq->who.role == REST_ROLE_ADMIN)
+		return;
+	if (rq->who.user && rq->who.user[0] && j->user && !strcmp(rq->who.user, j->user))
+		return;
+	codec_job_redact_env(j, rq->arena);
 }
 
 static void encode_jobs(struct rest_req *rq, struct store_job_submit *s)
@@ -98,6 +110,8 @@ static void submit_group(PGconn *db, struct store_work **items, size_t n)
 			items[i]->err = subs[i]->err;
 			rq->err = subs[i]->err;
 		} else if (!subs[i]->replied) {
+			if (!subs[i]->replayed)
+				rest_metrics_submitted(REST_METRICS_REST, subs[i]->batch, subs[i]->n);
 			encode_jobs(rq, subs[i]);
 		}
 	}
@@ -367,6 +381,7 @@ static int list_run(PGconn *db, struct rest_req *rq, void *arg)
 	for (size_t i = 0; i < la->page.n; i++) {
 		if (i)
 			mu_buf_addc(&b, ',');
+		env_scope(rq, &la->page.items[i]);
 		codec_job_encode(&la->page.items[i], &b);
 	}
 	mu_buf_adds(&b, "],\"next_cursor\":");
@@ -471,6 +486,7 @@ static int get_run(PGconn *db, struct rest_req *rq, void *arg)
 	ret = store_job_get(db, rq->arena, rest_scope_path(rq), *id, &job, &rq->err);
 	if (ret < 0)
 		return ret;
+	env_scope(rq, &job);
 	codec_job_encode(&job, &b);
 	rest_result_text(rq, 200, "application/json", b.p, b.len);
 	mu_buf_release(&b);
@@ -499,6 +515,7 @@ static int cancel_run(PGconn *db, struct rest_req *rq, void *arg)
 	ret = store_job_cancel(db, rq->arena, rest_scope_path(rq), *id, who, &job, &rq->err);
 	if (ret < 0)
 		return ret;
+	env_scope(rq, &job);
 	codec_job_encode(&job, &b);
 	rest_result_text(rq, 200, "application/json", b.p, b.len);
 	mu_buf_release(&b);

@@ -19,6 +19,11 @@ struct rest_config {
 	size_t max_batch_body;     /* bytes, REST_BIG_BODY routes */
 	struct store_pool *pool;   /* borrowed; outlives the server */
 	const char *db_url;        /* for /readyz's own check (borrowed) */
+	/* abuse limits (api/rest_gate.h) */
+	long long max_conns;          /* open connections, all clients */
+	long long max_conns_per_addr; /* open connections per client address */
+	long long auth_fail_burst;    /* auth failures an address may make at once */
+	long long auth_fail_rate;     /* ... and per second after that */
 };
 
 /* Serves until SIGINT/SIGTERM. Returns 0, or MU_EIO when it cannot listen. */

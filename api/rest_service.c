@@ -1,6 +1,7 @@
 /* rest_service.c - /healthz, /readyz, /openapi.json, /metrics, /v1/whoami. */
 #include <string.h>
 
+#include "log.h"
 #include "migrate.h"
 #include "openapi_blob.h"
 #include "rest_server.h"
@@ -17,17 +18,27 @@ static int ready_check(PGconn *db, struct rest_req *rq, void *arg)
 	int ret = store_migrations_current(db, &current, &rq->err);
 
 	if (ret < 0)
-		return mu_error_set(&rq->err, MU_EUNAVAIL, "", "database unreachable: %s",
-				    rq->err.msg);
+		return ret;
 	if (!current)
 		return mu_error_set(&rq->err, MU_EUNAVAIL, "", "database migrations are not current");
 	rest_result_text(rq, 200, "application/json", "{\"status\":\"ready\"}", 18);
 	return 0;
 }
 
+/* Not ready: the detail (socket paths, host names, libpq text) goes to the
+ * log, callers get one fixed sentence. */
+static void ready_done(struct rest_req *rq, void *arg, int rc)
+{
+	(void)arg;
+	if (rc >= 0 || !strcmp(rq->err.msg, "database migrations are not current"))
+		return;
+	mu_warn("readyz database check failed: %s", rq->err.msg[0] ? rq->err.msg : mu_strerror(rc));
+	mu_error_set(&rq->err, MU_EUNAVAIL, "", "database unreachable");
+}
+
 int rest_readyz(struct rest_req *rq)
 {
-	return rest_defer(rq, ready_check, NULL, NULL);
+	return rest_defer(rq, ready_check, ready_done, NULL);
 }
 
 int rest_openapi(struct rest_req *rq)

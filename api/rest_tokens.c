@@ -94,7 +94,7 @@ int rest_tokens_create(struct rest_req *rq)
 	ret = codec_token_new_decode(body, &in, &rq->err);
 	if (ret == 0)
 		ret = codec_token_new_authorize(&in, rq->who.role == REST_ROLE_ADMIN, rq->who.tenant,
-						&rq->err);
+						rq->who.user, &rq->err);
 	if (ret == 0) {
 		op->in.name = adup(rq, in.name);
 		op->in.role = adup(rq, in.role);
@@ -102,6 +102,8 @@ int rest_tokens_create(struct rest_req *rq)
 		op->in.node = adup(rq, in.node);
 		op->in.expires_at = adup(rq, in.expires_at);
 		op->tenant = adup(rq, in.tenant);
+		op->in.parent_id = rq->who.token_id;
+		op->in.bounded = rq->who.role != REST_ROLE_ADMIN;
 	}
 	json_decref(body);
 	if (ret < 0)

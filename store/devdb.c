@@ -304,6 +304,46 @@ static int append_conf(const struct devdb *d, const char *data, struct mu_error 
 	return 0;
 }
 
+/*
+ * Who may connect: only over the Unix socket, only by peer identity, and
+ * only the owner (the user running muster-devdb, and the server's own
+ * user; root when it runs the server as postgres), mapped to the database
+ * superuser. Rewritten at every start, so clusters made when the dev
+ * database trusted every local user are fixed too.
+ */
+static int write_auth(const struct devdb *d, struct mu_error *err)
+{
+	static const char *const names[] = { "pg_hba.conf", "pg_ident.conf" };
+	char path[DEVDB_PATH + 64];
+	struct passwd *pw;
+
+	for (int i = 0; i < 2; i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%s", d->data, names[i]);
+		f = fopen(path, "w");
+		if (!f)
+			return mu_error_set(err, MU_EIO, "", "cannot write %s: %s", path, strerror(errno));
+		fprintf(f, "# muster dev database (store/devdb.c): written at every start\n");
+		if (i == 0) {
+			fprintf(f, "local all all peer map=owner\n");
+		} else {
+			fprintf(f, "owner " PG_USER " " PG_USER "\n");
+			if (d->as_root)
+				fprintf(f, "owner root " PG_USER "\n");
+			pw = getpwuid(geteuid());
+			if (pw && strcmp(pw->pw_name, PG_USER) && strcmp(pw->pw_name, "root"))
+				fprintf(f, "owner %s " PG_USER "\n", pw->pw_name);
+		}
+		if (fclose(f) != 0)
+			return mu_error_set(err, MU_EIO, "", "cannot write %s: %s", path, strerror(errno));
+		if (d->as_root && chown(path, d->uid, d->gid) != 0)
+			return mu_error_set(err, MU_EIO, "", "cannot chown %s: %s", path, strerror(errno));
+		chmod(path, 0600);
+	}
+	return 0;
+}
+
 static int initdb(struct devdb *d, struct mu_error *err)
 {
 	char tmp[DEVDB_PATH + 64], out[DEVDB_PATH + 64];
@@ -491,7 +531,13 @@ static int start_locked(struct devdb *d, struct mu_error *err)
 		if (ret)
 			return ret;
 	}
-	ret = owned_dir(d, d->socket, 0755, err);
+	/* the socket's directory is the owner's alone */
+	ret = owned_dir(d, d->socket, 0700, err);
+	if (ret)
+		return ret;
+	if (chmod(d->socket, 0700) != 0)
+		return mu_error_set(err, MU_EIO, "dir", "cannot chmod %s: %s", d->socket, strerror(errno));
+	ret = write_auth(d, err);
 	if (ret)
 		return ret;
 

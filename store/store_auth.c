@@ -106,16 +106,17 @@ int store_auth_token_create(PGconn *c, struct mu_arena *a, const struct store_to
 {
 	static const char sql[] =
 		"WITH k AS (INSERT INTO api_tokens"
-		"  (name, secret_sha256, prefix, role, tenant_id, user_name, node_name, expires_at)"
-		"  VALUES ($1, $2, $3, $4, $5::bigint, $6, $7, $8::timestamptz)"
+		"  (name, secret_sha256, prefix, role, tenant_id, user_name, node_name, expires_at,"
+		"   parent_id)"
+		"  VALUES ($1, $2, $3, $4, $5::bigint, $6, $7, $8::timestamptz, $9::bigint)"
 		"  RETURNING id, created_at, expires_at, tenant_id, role, name),"
 		" e AS (INSERT INTO events (kind, tenant_id, data)"
 		"  SELECT 'token.created', tenant_id,"
 		"         jsonb_build_object('token_id', id, 'role', role, 'name', name) FROM k)"
 		" SELECT id, " TS("created_at") ", " TS("expires_at") " FROM k";
 	char hex[65];
-	char tenant[32];
-	const char *params[8];
+	char tenant[32], parent[32];
+	const char *params[9];
 	PGresult *r = NULL;
 	int ret;
 
@@ -133,7 +134,9 @@ int store_auth_token_create(PGconn *c, struct mu_arena *a, const struct store_to
 	params[5] = in->user ? in->user : "";
 	params[6] = in->node;
 	params[7] = in->expires_at;
-	ret = store_db_exec(c, sql, 8, params, &r, err);
+	snprintf(parent, sizeof(parent), "%lld", (long long)in->parent_id);
+	params[8] = in->parent_id ? parent : NULL;
+	ret = store_db_exec(c, sql, 9, params, &r, err);
 	if (ret < 0)
 		goto out;
 	out->id = store_db_get_int64(r, 0, 0);

@@ -60,6 +60,9 @@ struct store_token_new {
 	const char *user;        /* NULL = "" */
 	const char *node;        /* NULL = none */
 	const char *expires_at;  /* RFC 3339, NULL = never */
+	int64_t parent_id;       /* the minting token (revoked with it), 0 = none */
+	bool bounded;            /* non-admin mint: expires no later than the parent
+				  * (store_token_admin_create fills expires_at) */
 };
 
 struct store_token_created {

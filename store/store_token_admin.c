@@ -110,6 +110,21 @@ static int token_revoke_tx(PGconn *c, void *arg, struct mu_error *err)
 		return mu_error_set(err, MU_ENOTFOUND, "", "no token %s", params[1]);
 	}
 	tenant = store__admin_i64(r, 0, 0, 0);
+	store_db_clear(r);
+	r = NULL;
+	/* the tokens it minted, and theirs, go with it */
+	ret = store_db_exec(c,
+			    "WITH RECURSIVE d AS (SELECT id FROM api_tokens WHERE parent_id = $1::bigint"
+			    "  UNION SELECT k.id FROM api_tokens k JOIN d ON k.parent_id = d.id)"
+			    " UPDATE api_tokens SET revoked_at = now()"
+			    " WHERE id IN (SELECT id FROM d) AND revoked_at IS NULL",
+			    1, params + 1, NULL, err);
+	if (ret < 0)
+		return ret;
+	ret = store_db_exec(c, "SELECT $1::bigint, name, role FROM api_tokens WHERE id = $1::bigint",
+			    1, params + 1, &r, err);
+	if (ret < 0)
+		return ret;
 	{
 		const char *kv[] = { "token_id#", params[1], "name", store_db_get(r, 0, 1), "role",
 				     store_db_get(r, 0, 2) };
@@ -163,6 +178,31 @@ static int token_create_tx(PGconn *c, void *arg, struct mu_error *err)
 			return mu_error_set(err, MU_EINVAL, "expires_at", "not a time PostgreSQL reads");
 		ret = store_db_get_bool(r, 0, 0) ? 0 : mu_error_set(err, MU_ERANGE, "expires_at",
 								      "must be in the future");
+		store_db_clear(r);
+		if (ret < 0)
+			return ret;
+	}
+	if (tc->in->bounded && tc->in->parent_id) {
+		/* a token cannot outlive the token that minted it */
+		char pb[24];
+		const char *params[2] = { store__admin_fmt(pb, tc->in->parent_id),
+					  tc->in->expires_at ? tc->in->expires_at : "infinity" };
+
+		ret = store_db_exec(c,
+				    "SELECT to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'),"
+				    " $2::timestamptz <= expires_at"
+				    " FROM api_tokens WHERE id = $1::bigint",
+				    2, params, &r, err);
+		if (ret < 0)
+			return ret;
+		if (store_db_nrows(r) == 1 && !store_db_is_null(r, 0, 0)) {
+			if (!tc->in->expires_at)
+				tc->in->expires_at = mu_arena_strdup(tc->a, store_db_get(r, 0, 0));
+			else if (!store_db_get_bool(r, 0, 1))
+				ret = mu_error_set(err, MU_EFORBIDDEN, "expires_at",
+						   "a token cannot expire after the token creating it (%s)",
+						   store_db_get(r, 0, 0));
+		}
 		store_db_clear(r);
 		if (ret < 0)
 			return ret;

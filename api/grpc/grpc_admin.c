@@ -466,7 +466,8 @@ static int tokens_create(PGconn *db, struct gcall *c)
 		return c->err.code;
 	ret = codec_token_new_decode(body, &in, &c->err);
 	if (ret == 0)
-		ret = codec_token_new_authorize(&in, c->role == GR_ADMIN, c->who.tenant, &c->err);
+		ret = codec_token_new_authorize(&in, c->role == GR_ADMIN, c->who.tenant, c->who.user,
+						&c->err);
 	if (ret == 0) {
 		memset(&sin, 0, sizeof(sin));
 		sin.name = in.name;
@@ -474,6 +475,8 @@ static int tokens_create(PGconn *db, struct gcall *c)
 		sin.user = in.user;
 		sin.node = in.node;
 		sin.expires_at = in.expires_at;
+		sin.parent_id = c->who.token_id;
+		sin.bounded = c->role != GR_ADMIN;
 		ret = store_token_admin_create(db, &c->arena, gcall_scope(c), in.tenant, &sin, &made,
 					       &c->err);
 	}

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "codec_job.h"
+#include "rest_metrics.h"
 #include "grpc_codec.h"
 #include "grpc_internal.h"
 #include "log.h"
@@ -173,6 +174,15 @@ out:
 	json_decref(arr);
 }
 
+/* env values only for the job's user and admins (as REST's rest_jobs.c). */
+static struct store_job *env_scope(struct gcall *c, struct store_job *j)
+{
+	if (c->role != GR_ADMIN &&
+	    !(c->who.user && c->who.user[0] && j->user && !strcmp(c->who.user, j->user)))
+		codec_job_redact_env(j, &c->arena);
+	return j;
+}
+
 static Muster__V1__Job *job_proto(struct mu_arena *a, const struct store_job *j)
 {
 	Muster__V1__Job *pj = A(a, sizeof(*pj));
@@ -315,6 +325,8 @@ static int submit_finish(struct gcall *c, struct submit_state *st)
 		resp->job = job_proto(&c->arena, &st->job);
 		resp->replayed = st->s.replayed;
 		c->resp = &resp->base;
+		if (!st->s.replayed)
+			rest_metrics_submitted(REST_METRICS_GRPC, false, 1);
 	}
 	json_decref(st->body);
 	st->body = NULL;
@@ -383,7 +395,7 @@ static int get_run(PGconn *db, struct gcall *c)
 	ret = store_job_get(db, &c->arena, gcall_scope(c), r->job_id, &job, &c->err);
 	if (ret < 0)
 		return ret;
-	c->resp = &job_proto(&c->arena, &job)->base;
+	c->resp = &job_proto(&c->arena, env_scope(c, &job))->base;
 	return 0;
 }
 
@@ -400,7 +412,7 @@ static int cancel_run(PGconn *db, struct gcall *c)
 	ret = store_job_cancel(db, &c->arena, gcall_scope(c), r->job_id, who, &job, &c->err);
 	if (ret < 0)
 		return ret;
-	c->resp = &job_proto(&c->arena, &job)->base;
+	c->resp = &job_proto(&c->arena, env_scope(c, &job))->base;
 	return 0;
 }
 
@@ -466,7 +478,7 @@ static int list_run(PGconn *db, struct gcall *c)
 	muster__v1__list_jobs_response__init(resp);
 	resp->jobs = A(&c->arena, page.n * sizeof(*resp->jobs));
 	for (size_t i = 0; i < page.n; i++)
-		resp->jobs[resp->n_jobs++] = job_proto(&c->arena, &page.items[i]);
+		resp->jobs[resp->n_jobs++] = job_proto(&c->arena, env_scope(c, &page.items[i]));
 	if (page.next_after) {
 		char tok[24];
 
@@ -539,6 +551,7 @@ static void watch_free(struct gcall *c)
 	mu_free(w->kinds);
 	mu_free(w);
 	c->stream = NULL;
+	rest_metrics_event_streams_add(REST_METRICS_WATCH, -1);
 }
 
 /* CQ thread: the client went away. */
@@ -589,6 +602,7 @@ static int watch_run(PGconn *db, struct gcall *c)
 	w->cursor = r->after_event_id;
 	c->stream = w;
 	c->stream_free = watch_free;
+	rest_metrics_event_streams_add(REST_METRICS_WATCH, +1);
 	if (w->cursor < 0) {
 		ret = store_event_max_id(db, &w->cursor, &c->err);
 		if (ret < 0)

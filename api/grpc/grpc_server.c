@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "rest_metrics.h"
+#include "store_auth.h"
 
 /*
  * gRPC guarantees that a tag's completion happens after the call that handed
@@ -435,15 +437,65 @@ static int role_bit(const char *role)
 	return 0;
 }
 
+/*
+ * Failed token lookups, remembered for a few seconds (as REST's gate does) so
+ * a repeated bogus token costs no query. Workers share it: a mutex.
+ */
+#define NEG_SIZE 1024
+#define NEG_TTL_S 5
+static struct {
+	pthread_mutex_t mu;
+	char sha[NEG_SIZE][65];
+	time_t until[NEG_SIZE];
+} neg = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static size_t neg_slot(const char *sha)
+{
+	return (size_t)strtoull((char[13]){ sha[0], sha[1], sha[2], sha[3], sha[4], sha[5], sha[6],
+					    sha[7], sha[8], sha[9], sha[10], sha[11], 0 },
+				NULL, 16) % NEG_SIZE;
+}
+
+static bool neg_known(const char *sha)
+{
+	size_t i = neg_slot(sha);
+	bool hit;
+
+	pthread_mutex_lock(&neg.mu);
+	hit = !strcmp(neg.sha[i], sha) && neg.until[i] > time(NULL);
+	pthread_mutex_unlock(&neg.mu);
+	return hit;
+}
+
+static void neg_remember(const char *sha)
+{
+	size_t i = neg_slot(sha);
+
+	pthread_mutex_lock(&neg.mu);
+	memcpy(neg.sha[i], sha, 65);
+	neg.until[i] = time(NULL) + NEG_TTL_S;
+	pthread_mutex_unlock(&neg.mu);
+}
+
 int gcall_auth(PGconn *db, struct gcall *c)
 {
+	char sha[65];
 	int ret;
 
 	if (c->m->roles != GR_PUBLIC) {
-		ret = store_auth_lookup(db, &c->arena, c->token, &c->who, &c->err);
+		store_auth_hash(c->token ? c->token : "", sha);
+		if (neg_known(sha)) {
+			ret = MU_EUNAUTH;
+		} else {
+			rest_metrics_grpc_token_lookup();
+			ret = store_auth_lookup(db, &c->arena, c->token, &c->who, &c->err);
+		}
 		if (ret < 0) {
-			if (ret == MU_EUNAUTH)
+			if (ret == MU_EUNAUTH) {
+				neg_remember(sha);
+				rest_metrics_grpc_auth_failed();
 				mu_error_set(&c->err, MU_EUNAUTH, "", "invalid, expired or revoked token");
+			}
 			return ret;
 		}
 		c->role = role_bit(c->who.role);

@@ -28,6 +28,7 @@
 #include "db.h"
 #include "log.h"
 #include "migrate.h"
+#include "sched_metrics.h"
 #include "store_sched.h"
 
 static char *db_url;
@@ -39,6 +40,7 @@ static bool migrate;
 static long long max_cycles;
 static long long max_stall_ms;
 static long long full_every_ms;
+static char *metrics_addr;
 
 static const struct mu_opt opts[] = {
 	{ "db", "MUSTER_DATABASE_URL", MU_OPT_STR, "", "PostgreSQL URL (libpq URI or key=value)", &db_url },
@@ -57,6 +59,8 @@ static const struct mu_opt opts[] = {
 	{ "max-cycles", NULL, MU_OPT_INT, "0", "exit after this many cycles as leader (0 = run forever; benchmarks)",
 	  &max_cycles },
 	{ "log-level", "MUSTER_LOG_LEVEL", MU_OPT_STR, "info", "debug|info|warn|error", &log_level },
+	{ "metrics-addr", "MUSTER_SCHED_METRICS_ADDR", MU_OPT_STR, "",
+	  "serve Prometheus metrics on host:port at /metrics (\"\" = off)", &metrics_addr },
 };
 
 /* Set by the signal handler and by main, read by the heartbeat thread: an
@@ -255,6 +259,7 @@ static int lead(PGconn *c, int64_t epoch, const struct scheduler_cycle_opts *co,
 	if (!store_sched_lease_get(c, &l, &err))
 		lease_timeout_ms = l.lease_timeout * 1000;
 	hb_set(epoch, store_sched_backend_pid(c), last_renew);
+	sched_metrics_leader(true, epoch);
 	mu_info("leader: epoch=%" PRId64 " (lease timeout %d ms)", epoch, lease_timeout_ms);
 	for (;;) {
 		double now = scheduler_now_ms();
@@ -297,6 +302,8 @@ static int lead(PGconn *c, int64_t epoch, const struct scheduler_cycle_opts *co,
 			wake = wake_submit = 0;
 			last_cycle = now;
 			ret = scheduler_cycle_run(c, epoch, &o, &st, &full, &err);
+			if (!ret)
+				sched_metrics_cycle(st.cycle_ms, full);
 			if (!ret && full)
 				last_full = now;
 			if (!ret)
@@ -355,6 +362,8 @@ int main(int argc, char **argv)
 	co.stop_margin_s = (int)(stop_margin_ms / 1000);
 
 	snprintf(hb_name, sizeof(hb_name), "%s:lease", holder);
+	if (sched_metrics_start(metrics_addr, db_url) < 0)
+		return 2;
 	pthread_t hb;
 	if (pthread_create(&hb, NULL, heartbeat, NULL)) {
 		mu_err("cannot start the lease heartbeat thread");
@@ -395,6 +404,7 @@ int main(int argc, char **argv)
 		if (ret == 0) {
 			ret = lead(c, epoch, &co, &cycles);
 			hb_set(0, 0, 0);
+			sched_metrics_leader(false, 0);
 		}
 		/* Closing the session releases the lock: a standby leads within
 		 * its poll interval. After losing leadership we start over as a
@@ -406,6 +416,7 @@ int main(int argc, char **argv)
 	}
 	stopping = 1; /* also after --max-cycles: ends the heartbeat thread */
 	pthread_join(hb, NULL);
+	sched_metrics_stop();
 	mu_info("%s: stopped", holder);
 	mu_config_release(opts, sizeof(opts) / sizeof(opts[0]));
 	return 0;

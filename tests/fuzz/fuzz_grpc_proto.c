@@ -181,7 +181,7 @@ static void admin_path(const ProtobufCMessage *m)
 			return;
 		decoded(ret = codec_token_new_decode(body, &in, &err), &err);
 		if (ret == 0) {
-			decoded(ret = codec_token_new_authorize(&in, false, "caller", &err), &err);
+			decoded(ret = codec_token_new_authorize(&in, false, "caller", "caller", &err), &err);
 			if (ret == 0)
 				require(in.tenant && (!strcmp(in.role, "tenant") || !strcmp(in.role, "reader")),
 					"a tenant caller mints only tenant-bound tenant/reader tokens");

@@ -79,9 +79,11 @@ def test_tenant_token_minting(c):
     # inside its subtree: tenant and reader tokens, for itself or a descendant
     st, _, b = c.api("POST", "/v1/tokens", {"role": "reader"}, token=ml)
     check_eq((st, b.get("tenant")), (201, "ml"), b)
-    st, _, b = c.api("POST", "/v1/tokens", {"role": "tenant", "tenant": "vision", "user": "bob"}, token=ml)
+    st, _, b = c.api("POST", "/v1/tokens", {"role": "tenant", "tenant": "vision", "user": "lead"}, token=ml)
     check_eq((st, b.get("tenant")), (201, "vision"), b)
     vis = b["token"]
+    # only for its own user (issue 13: no minting for another user name)
+    expect_problem(c, "POST", "/v1/tokens", {"role": "tenant", "tenant": "vision", "user": "bob"}, 403, "forbidden", "user", token=ml)
     check_eq(c.api("GET", "/v1/whoami", token=vis)[2]["tenant"], "vision")
     # never outside it, never stronger
     expect_problem(c, "POST", "/v1/tokens", {"role": "tenant", "tenant": "cv"}, 404, "not-found", "tenant", token=ml)

@@ -42,6 +42,14 @@ def start(state, http, grpc, run_for):
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
+def metrics_ok(url):
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status == 200 and b"# TYPE muster_" in r.read()
+    except OSError:
+        return False
+
+
 def wait_up(p, state, api):
     def up():
         check(p.poll() is None, "dev-cluster exited early with", p.returncode)
@@ -90,6 +98,11 @@ def test_make_run_twice():
         psql(e["MUSTER_DATABASE_URL"], "INSERT INTO settings (key, value) VALUES "
              "('dev_cluster_test', '\"kept\"')")
         if api:
+            # every daemon's metrics URL (issue 13): the API, 2 schedulers, 2 agents
+            urls = e["MUSTER_METRICS_URLS"].split()
+            check_eq(len(urls), 5 if harness.binary("muster-agent") else 1, urls)
+            for u in urls:
+                harness.wait_until(lambda: metrics_ok(u), 20, "metrics at " + u)
             st, who = get(e["MUSTER_URL"] + "/v1/whoami", e["MUSTER_TOKEN"])
             check_eq((st, who.get("role"), who.get("tenant")), (200, "tenant", "demo"))
             cli = harness.binary("muster")

@@ -406,21 +406,30 @@ static void token_authorize(void **state)
 	struct mu_error err = { 0 };
 	(void)state;
 
-	assert_int_equal(codec_token_new_authorize(&in, true, NULL, &err), 0);
-	assert_int_equal(codec_token_new_authorize(&in, false, "ml", &err), MU_EFORBIDDEN);
+	assert_int_equal(codec_token_new_authorize(&in, true, NULL, NULL, &err), 0);
+	assert_int_equal(codec_token_new_authorize(&in, false, "ml", "alice", &err), MU_EFORBIDDEN);
 	assert_string_equal(err.field, "role");
 	in.role = "agent";
-	assert_int_equal(codec_token_new_authorize(&in, false, "ml", &err), MU_EFORBIDDEN);
+	assert_int_equal(codec_token_new_authorize(&in, false, "ml", "alice", &err), MU_EFORBIDDEN);
 	in.role = "reader";
-	assert_int_equal(codec_token_new_authorize(&in, false, "ml", &err), 0);
+	assert_int_equal(codec_token_new_authorize(&in, false, "ml", "alice", &err), 0);
 	assert_string_equal(in.tenant, "ml"); /* the caller's own tenant by default */
 	in.tenant = "vision";
-	assert_int_equal(codec_token_new_authorize(&in, false, "ml", &err), 0);
+	assert_int_equal(codec_token_new_authorize(&in, false, "ml", "alice", &err), 0);
 	assert_string_equal(in.tenant, "vision"); /* kept: the store checks the subtree */
 	in.tenant = NULL;
 	in.role = "tenant";
-	assert_int_equal(codec_token_new_authorize(&in, false, NULL, &err), MU_EFORBIDDEN);
+	assert_int_equal(codec_token_new_authorize(&in, false, NULL, "alice", &err), MU_EFORBIDDEN);
 	assert_string_equal(err.field, "tenant");
+	/* a non-admin mints only for its own user */
+	in.tenant = "ml";
+	in.user = NULL;
+	assert_int_equal(codec_token_new_authorize(&in, false, "ml", "alice", &err), 0);
+	assert_string_equal(in.user, "alice");
+	in.user = "bob";
+	assert_int_equal(codec_token_new_authorize(&in, false, "ml", "alice", &err), MU_EFORBIDDEN);
+	assert_string_equal(err.field, "user");
+	assert_int_equal(codec_token_new_authorize(&in, true, NULL, NULL, &err), 0);
 }
 
 static void cursors(void **state)
