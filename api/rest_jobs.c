@@ -514,3 +514,8 @@ int rest_jobs_cancel(struct rest_req *rq)
 		return ret;
 	return rest_defer(rq, cancel_run, NULL, id);
 }
+
+int rest_jobs_principal(const struct rest_req *rq, struct store_job *j, struct mu_error *err)
+{
+	return apply_principal(rq, j, "", err);
+}

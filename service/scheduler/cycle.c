@@ -8,6 +8,7 @@
 #include "log.h"
 #include "sched.h"
 #include "snapshot.h"
+#include "store_plan.h"
 
 double scheduler_now_ms(void)
 {
@@ -76,6 +77,8 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 		       out.dropped);
 	t3 = scheduler_now_ms();
 	ret = store_sched_apply(c, epoch, &out.db, &started, err);
+	if (!ret) /* the plan dry-runs answer from (service/plan) is this one now */
+		ret = store_plan_generation_bump(c, err);
 	if (ret)
 		goto out_rollback;
 
