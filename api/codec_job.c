@@ -8,6 +8,7 @@
 #include "config.h"
 #include "duration.h"
 #include "jv.h"
+#include "lists.h"
 
 static const char *const job_fields[] = {
 	"tenant", "user", "name", "priority_class", "nodes", "min_nodes", "gpus_per_node",
@@ -240,8 +241,8 @@ static int decode_deps(const json_t *body, struct mu_arena *a, const char *prefi
 		return 0;
 	if (!json_is_array(v))
 		return jv_fail(err, MU_ETYPE, prefix, "dependencies", "must be an array");
-	if (json_array_size(v) > 100)
-		return jv_fail(err, MU_ERANGE, prefix, "dependencies", "at most 100 items");
+	if (json_array_size(v) > MU_LIMIT_DEPENDENCIES_MAX)
+		return jv_fail(err, MU_ERANGE, prefix, "dependencies", "at most %d items", MU_LIMIT_DEPENDENCIES_MAX);
 	ids = mu_arena_alloc(a, sizeof(*ids) * (json_array_size(v) + 1));
 	json_array_foreach(v, i, item) {
 		const char *type = NULL;

@@ -14,10 +14,10 @@
 #include "log.h"
 #include "rest_server.h"
 #include "store_auth.h"
+#include "lists.h"
 #include "store_job.h"
 
-static const char *const states[] = { "PENDING", "STARTING", "RUNNING", "COMPLETED",
-				      "FAILED", "CANCELLED", "TIMEOUT", NULL };
+static const char *const states[] = { MU_JOB_STATES(MU_LIST_NAME) NULL };
 
 static double mono_ms(void)
 {
