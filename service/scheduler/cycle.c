@@ -17,19 +17,52 @@ double scheduler_now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+void scheduler_keep_init(struct scheduler_keep *k, long long rebuild_every_ms)
+{
+	memset(k, 0, sizeof(*k));
+	sched_decisions_init(&k->dec);
+	k->delta = plan_delta_new();
+	k->rebuild_every_ms = rebuild_every_ms;
+}
+
+void scheduler_keep_release(struct scheduler_keep *k)
+{
+	sched_decisions_release(&k->dec);
+	plan_delta_free(k->delta);
+	memset(k, 0, sizeof(*k));
+}
+
+/* The hint for this cycle's snapshot, or NULL where the core must rebuild. */
+static const struct sched_delta *keep_hint(struct scheduler_keep *k, int64_t epoch,
+					   const struct sched_snapshot *s)
+{
+	double now = scheduler_now_ms();
+
+	if (k->epoch != epoch || now - k->last_rebuild_ms >= (double)k->rebuild_every_ms) {
+		plan_delta_reset(k->delta);
+		k->epoch = epoch;
+		k->last_rebuild_ms = now;
+	}
+	k->cycles++;
+	const struct sched_delta *d = plan_delta_next(k->delta, s);
+	k->hinted += d != NULL;
+	return d;
+}
+
 int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_opts *o,
 			struct store_sched_stats *st, bool *did_full, struct mu_error *err)
 {
 	struct store_sched_settings set;
 	struct store_sched_snap db = { 0 };
 	struct scheduler_snap snap = { 0 };
-	struct sched_decisions dec;
+	struct sched_decisions local;
+	struct sched_decisions *dec = o->keep ? &o->keep->dec : &local;
 	struct scheduler_decisions out = { 0 };
 	int down = 0, timeouts = 0, expired = 0, ended = 0, running = 0, started = 0;
 	double t0 = scheduler_now_ms(), t1, t2, t3;
 	int ret;
 
-	sched_decisions_init(&dec);
+	sched_decisions_init(&local);
 	memset(st, 0, sizeof(*st));
 	ret = store_sched_cycle_begin(c, epoch, err);
 	if (ret)
@@ -67,11 +100,15 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 	ret = scheduler_snap_build(&db, &snap, err);
 	if (ret)
 		goto out_rollback;
-	if (sched_cycle(&snap.core, &dec)) {
-		ret = mu_error_set(err, MU_EINTERNAL, "", "policy core refused the snapshot: %s", dec.error);
+	if (o->keep)
+		snap.core.delta = keep_hint(o->keep, epoch, &snap.core);
+	if (sched_cycle(&snap.core, dec)) {
+		ret = mu_error_set(err, MU_EINTERNAL, "", "policy core refused the snapshot: %s", dec->error);
+		if (o->keep)
+			plan_delta_reset(o->keep->delta);
 		goto out_rollback;
 	}
-	scheduler_decisions_from_core(&snap, &dec, &out);
+	scheduler_decisions_from_core(&snap, dec, &out);
 	if (out.dropped)
 		mu_err("epoch=%" PRId64 " policy core granted %zu starts short of GPUs; not written", epoch,
 		       out.dropped);
@@ -103,16 +140,17 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 				       : MU_LOG_DEBUG;
 	mu_log(lv, "epoch=%" PRId64 " cycle: started=%d ended=%d preempted=%zu node_fail=%zu shrunk=%zu"
 			" timeouts=%d stop_expired=%d nodes_down=%d failed=%zu pending=%d running=%d"
-			" reasons=%zu load_ms=%.1f core_ms=%.1f write_ms=%.1f total_ms=%.1f",
+			" reasons=%zu load_ms=%.1f core_ms=%.1f write_ms=%.1f total_ms=%.1f hint=%s",
 			epoch, started, ended, out.db.npreempt, out.db.nfail_runs, out.db.nshrinks, timeouts,
 			expired, down, out.db.nfail_jobs,
-			st->pending, st->running, out.db.npending, st->load_ms, t3 - t2, st->commit_ms, st->cycle_ms);
+			st->pending, st->running, out.db.npending, st->load_ms, t3 - t2, st->commit_ms, st->cycle_ms,
+			snap.core.delta ? "yes" : "no");
 	goto out;
 out_rollback:
 	store_sched_cycle_rollback(c);
 out:
 	scheduler_decisions_release(&out);
-	sched_decisions_release(&dec);
+	sched_decisions_release(&local);
 	scheduler_snap_release(&snap);
 	store_sched_snap_release(&db);
 	return ret;
