@@ -178,16 +178,19 @@ def bench_cycle(args):
     with harness.Cluster() as c:
         populate(c, args)
         p = start_scheduler(c, "sched", "--max-cycles", str(args.cycles), "--tick", "100ms", "--full-every", "0",
-                            "--log-level", "debug")
+                            "--log-level", "debug", *args.sched_arg)
         p.wait(timeout=600)
         log = c.log_text("sched")
         cyc = re.findall(r"reasons=(\d+) load_ms=([\d.]+) core_ms=([\d.]+) write_ms=([\d.]+)"
                          r" total_ms=([\d.]+)", log)
+        hints = re.findall(r"total_ms=[\d.]+ hint=(\w+)", log)
         stats = q(c, "SELECT last_cycle_ms, last_load_ms, last_commit_ms, last_pending, last_running"
                      " FROM scheduler_lease")[0]
         for i, (re_, lo, co, wr, to) in enumerate(cyc):
             print("cycle %d: load %s ms, core %s ms, write %s ms (%s pending reasons changed),"
-                  " total %s ms (+ COMMIT)" % (i + 1, lo, co, wr, re_, to))
+                  " total %s ms (+ COMMIT)%s" % (i + 1, lo, co, wr, re_, to,
+                                                 ", kept view + hint" if i < len(hints) and hints[i] == "yes"
+                                                 else ""))
         print("last cycle recorded: %s ms (load %s ms, decisions write %s ms), pending %s, running %s"
               % stats)
         if not cyc:
@@ -270,6 +273,8 @@ def main():
     a.add_argument("--cycles", type=int, default=3)
     a.add_argument("--promises", action="store_true",
                    help="add never-reached quotas (tenant-wide and per model) and user run-time histories")
+    a.add_argument("--sched-arg", action="append", default=[],
+                   help="an extra muster-scheduler argument (e.g. --sched-arg=--rebuild-every=0)")
     a = sub.add_parser("dryrun")
     a.add_argument("--nodes", type=int, default=10000)
     a.add_argument("--pending", type=int, default=100000)
