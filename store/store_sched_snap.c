@@ -114,13 +114,17 @@ static const char *const snap_sql[SNAP_NSQL] = {
 	    /* Dependencies as typed edges, and the states of every job they
 	     * name, read from jsonb by the database (never searched as text).
 	     * A superset of the jobs loaded above: edges are merged by job id. */
-	    "SELECT j.id, (x.e->>'job_id')::bigint, CASE x.e->>'type' WHEN 'afterany' THEN 1"
-	    " WHEN 'afternotok' THEN 2 ELSE 0 END FROM jobs j CROSS JOIN LATERAL"
-	    " jsonb_array_elements(j.dependencies) WITH ORDINALITY x(e, n)"
-	    " WHERE j.state = 'PENDING' AND j.dependencies <> '[]' ORDER BY j.id, x.n",
+	    /* (A value the API would never write, a non-array or a job_id that is
+	     * no number, becomes a dependency on no job rather than a failed cycle.) */
+	    "SELECT j.id, CASE WHEN jsonb_typeof(x.e->'job_id') = 'number' THEN (x.e->>'job_id')::numeric::bigint"
+	    " ELSE 0 END, CASE x.e->>'type' WHEN 'afterany' THEN 1 WHEN 'afternotok' THEN 2 ELSE 0 END"
+	    " FROM jobs j CROSS JOIN LATERAL jsonb_array_elements(j.dependencies) WITH ORDINALITY x(e, n)"
+	    " WHERE j.state = 'PENDING' AND j.dependencies <> '[]' AND jsonb_typeof(j.dependencies) = 'array'"
+	    " ORDER BY j.id, x.n",
 	    "SELECT d.id, d.state, coalesce(d.exit_code, -1) FROM jobs d WHERE d.id IN"
-	    " (SELECT (x->>'job_id')::bigint FROM jobs j, jsonb_array_elements(j.dependencies) x"
-	    "  WHERE j.state = 'PENDING' AND j.dependencies <> '[]') ORDER BY d.id"
+	    " (SELECT CASE WHEN jsonb_typeof(x->'job_id') = 'number' THEN (x->>'job_id')::numeric::bigint END"
+	    "  FROM jobs j, jsonb_array_elements(j.dependencies) x WHERE j.state = 'PENDING'"
+	    "  AND j.dependencies <> '[]' AND jsonb_typeof(j.dependencies) = 'array') ORDER BY d.id"
 };
 
 struct batch {
