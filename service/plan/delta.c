@@ -252,3 +252,63 @@ const struct sched_delta *plan_delta_next(struct plan_delta *d, const struct sch
 	mu_free(rk);
 	return ok ? &d->out : NULL;
 }
+
+static uint64_t job_hash(uint64_t h, const struct sched_job *j)
+{
+	int v = j->preemptible * 2 + j->held;
+	h = HV(h, j->id);
+	h = HV(h, j->tenant);
+	h = HV(h, j->user);
+	h = HV(h, j->priority);
+	h = HV(h, v);
+	h = HV(h, j->submit);
+	h = HV(h, j->nodes);
+	h = HV(h, j->min_nodes);
+	h = HV(h, j->gpus_per_node);
+	h = h_str(h, j->gpu_model);
+	h = HV(h, j->topo_required);
+	h = HV(h, j->topo_preferred);
+	h = HV(h, j->time_limit);
+	h = HV(h, j->predicted_runtime);
+	h = HV(h, j->ndeps);
+	for (size_t k = 0; k < j->ndeps; k++) {
+		h = HV(h, j->deps[k].type);
+		h = HV(h, j->deps[k].job_id);
+		h = HV(h, j->deps[k].state);
+	}
+	return h;
+}
+
+uint64_t plan_snapshot_fingerprint(const struct sched_snapshot *s)
+{
+	uint64_t h = settings_hash(&s->settings) ^ tenants_hash(s);
+	int v = s->settings.predict;
+
+	h = HV(h, v);
+	h = HV(h, s->nnodes);
+	for (size_t n = 0; n < s->nnodes; n++) {
+		const struct sched_node *x = &s->nodes[n];
+		h ^= node_hash(x);
+		h = HV(h, x->gpu_count);
+		h = HV(h, x->healthy);
+		h = HV(h, x->used);
+		h = HV(h, x->state);
+		v = x->fabric_down;
+		h = HV(h, v);
+	}
+	h = HV(h, s->nruns);
+	for (size_t r = 0; r < s->nruns; r++)
+		h ^= run_hash(&s->runs[r]) + r;
+	h = HV(h, s->njobs);
+	for (size_t i = 0; i < s->njobs; i++)
+		h = job_hash(h, &s->jobs[i]);
+	h = HV(h, s->nusers);
+	for (size_t u = 0; u < s->nusers; u++) {
+		const struct sched_user *x = &s->users[u];
+		h ^= user_hash(x) + u;
+		h = HV(h, x->shares);
+		h = HV(h, x->nrecent);
+		h = h_bytes(h, x->recent_runtime, sizeof(x->recent_runtime));
+	}
+	return h;
+}

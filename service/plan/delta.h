@@ -20,12 +20,23 @@
 #ifndef PLAN_DELTA_H
 #define PLAN_DELTA_H
 
+#include <stdint.h>
+
 #include "sched.h"
 
 struct plan_delta;
 
 struct plan_delta *plan_delta_new(void);
 void plan_delta_free(struct plan_delta *d);
+
+/*
+ * A fingerprint of everything in `s` a plan depends on except the clock:
+ * settings, nodes, runs, pending jobs with their dependencies, tenants with
+ * their quotas, users (not `now`, nor usage, which decays with it). Equal
+ * fingerprints of two snapshots mean a plan of one answers as a plan of
+ * the other would, up to the clock.
+ */
+uint64_t plan_snapshot_fingerprint(const struct sched_snapshot *s);
 void plan_delta_reset(struct plan_delta *d);
 const struct sched_delta *plan_delta_next(struct plan_delta *d, const struct sched_snapshot *s);
 

@@ -40,6 +40,7 @@ static const struct sched_delta *keep_hint(struct scheduler_keep *k, int64_t epo
 
 	if (k->epoch != epoch || now - k->last_rebuild_ms >= (double)k->rebuild_every_ms) {
 		plan_delta_reset(k->delta);
+		k->have_fingerprint = false; /* a new term (or the safety net) moves the plan too */
 		k->epoch = epoch;
 		k->last_rebuild_ms = now;
 	}
@@ -47,6 +48,29 @@ static const struct sched_delta *keep_hint(struct scheduler_keep *k, int64_t epo
 	const struct sched_delta *d = plan_delta_next(k->delta, s);
 	k->hinted += d != NULL;
 	return d;
+}
+
+/*
+ * Whether this cycle changes what a dry-run plan would answer, so that
+ * the planning generation must move (service/plan): it wrote decisions,
+ * its time-based work changed something, or the snapshot is not the one
+ * the last committed cycle planned from (up to the clock, which the
+ * plans' maximum age covers). Without kept state: always.
+ */
+static bool plan_moves(struct scheduler_keep *k, const struct sched_snapshot *s,
+		       const struct store_sched_decisions *d, int started, int changed)
+{
+	uint64_t fp;
+	bool moved;
+
+	if (!k)
+		return true;
+	fp = plan_snapshot_fingerprint(s);
+	moved = started || changed || d->nstarts || d->npending || d->npreempt || d->nfail_runs || d->nfail_jobs ||
+		d->nshrinks || !k->have_fingerprint || fp != k->fingerprint;
+	k->fingerprint = fp;
+	k->have_fingerprint = true;
+	return moved;
 }
 
 int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_opts *o,
@@ -114,7 +138,8 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 		       out.dropped);
 	t3 = scheduler_now_ms();
 	ret = store_sched_apply(c, epoch, &out.db, &started, err);
-	if (!ret) /* the plan dry-runs answer from (service/plan) is this one now */
+	/* the plan dry-runs answer from (service/plan) is this one now */
+	if (!ret && plan_moves(o->keep, &snap.core, &out.db, started, down + timeouts + expired + ended + running))
 		ret = store_plan_generation_bump(c, err);
 	if (ret)
 		goto out_rollback;
@@ -132,8 +157,11 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 		goto out_rollback;
 	ret = store_sched_cycle_commit(c, epoch, err);
 	st->cycle_ms = scheduler_now_ms() - t0;
-	if (ret)
+	if (ret) {
+		if (o->keep)
+			o->keep->have_fingerprint = false;
 		goto out;
+	}
 	enum mu_log_level lv = started || ended || down || timeouts || expired || out.db.npreempt ||
 					       out.db.nfail_jobs || out.db.nshrinks || st->cycle_ms > 250
 				       ? MU_LOG_INFO
@@ -148,6 +176,8 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 	goto out;
 out_rollback:
 	store_sched_cycle_rollback(c);
+	if (o->keep)
+		o->keep->have_fingerprint = false; /* the next cycle bumps: nothing here was committed */
 out:
 	scheduler_decisions_release(&out);
 	sched_decisions_release(&local);

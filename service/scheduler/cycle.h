@@ -34,6 +34,8 @@ struct scheduler_keep {
 	double last_rebuild_ms;
 	long long rebuild_every_ms; /* <= 0: every cycle */
 	long long cycles, hinted;   /* cycles planned, and how many of them with a hint */
+	uint64_t fingerprint;       /* plan_snapshot_fingerprint of the last committed cycle */
+	bool have_fingerprint;
 };
 void scheduler_keep_init(struct scheduler_keep *k, long long rebuild_every_ms);
 void scheduler_keep_release(struct scheduler_keep *k);

@@ -142,5 +142,27 @@ def test_answers_follow_the_generation(c):
     check_eq(val(c, "SELECT count(*) FROM jobs WHERE gpu_model = 'h200'"), "0", "dry-run wrote nothing")
 
 
+
+def test_quiet_cycles_keep_the_generation(c):
+    """A cycle over the very snapshot the last one planned from writes
+    nothing and leaves the generation alone: dry-runs keep their plan."""
+    setup(c)
+    sql(c, "UPDATE jobs SET state = 'CANCELLED', ended_at = now() WHERE state = 'PENDING';"
+           " NOTIFY muster_sched, 'node:x'")
+    c.wait_until(lambda: int(val(c, "SELECT count(*) FROM jobs WHERE state = 'PENDING'")) == 0, 10, "no pending")
+    n0 = lease(c)["cycles"]
+    c.wait_until(lambda: lease(c)["cycles"] > n0, 10, "a cycle after the cancel")
+    g = int(val(c, "SELECT generation FROM plan_generation"))
+    n1 = lease(c)["cycles"]
+    for _ in range(3):
+        n = lease(c)["cycles"]
+        sql(c, "NOTIFY muster_sched, 'node:x'")  # a wake: a full cycle, nothing changed
+        c.wait_until(lambda: lease(c)["cycles"] > n, 10, "a woken cycle")
+    check(lease(c)["cycles"] >= n1 + 3, "three more full cycles ran")
+    check_eq(int(val(c, "SELECT generation FROM plan_generation")), g, "quiet cycles left the generation")
+    add_nodes(c, "pq", 1, gpus=8, model="a100")
+    c.wait_until(lambda: int(val(c, "SELECT generation FROM plan_generation")) > g, 10, "a change moves it")
+
+
 if __name__ == "__main__":
     harness.main(api=True)
