@@ -285,6 +285,8 @@ uint64_t plan_snapshot_fingerprint(const struct sched_snapshot *s)
 	int v = s->settings.predict;
 
 	h = HV(h, v);
+	for (size_t t = 0; t < s->ntenants; t++)
+		h = HV(h, s->tenants[t].shares); /* the delta may carry share changes; a plan may not */
 	h = HV(h, s->nnodes);
 	for (size_t n = 0; n < s->nnodes; n++) {
 		const struct sched_node *x = &s->nodes[n];
