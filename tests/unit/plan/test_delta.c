@@ -39,7 +39,7 @@ struct world {
 	struct sched_job jobs[MAXJ];
 	struct sched_user users[MAXU];
 	struct sched_tenant tenants[3];
-	char names[MAXN][8], unames[MAXU][8];
+	char names[MAXN][24], unames[MAXU][24];
 	int nlevels;
 };
 

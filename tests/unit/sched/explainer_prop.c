@@ -33,7 +33,7 @@ struct world {
 	struct sched_job jobs[MAXJ];
 	struct sched_dep deps[MAXJ];
 	struct sched_tenant tenants[3];
-	char names[MAXN][8];
+	char names[MAXN][24];
 };
 
 static void build(struct world *w, struct sched_snapshot *s)
