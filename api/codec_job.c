@@ -10,6 +10,7 @@
 #include "config.h"
 #include "duration.h"
 #include "jv.h"
+#include "lists.h"
 
 static const char *const job_fields[] = {
 	"tenant", "user", "name", "priority_class", "nodes", "min_nodes", "gpus_per_node",
@@ -226,6 +227,17 @@ static int decode_map(const json_t *body, struct mu_arena *a, const char *prefix
 	return 0;
 }
 
+/* One of common/lists.h's dependency types. */
+static bool dep_type_known(const char *type)
+{
+	static const char *const types[] = { MU_DEP_TYPES(MU_LIST_NAME) NULL };
+
+	for (size_t i = 0; types[i]; i++)
+		if (!strcmp(types[i], type))
+			return true;
+	return false;
+}
+
 static int decode_deps(const json_t *body, struct mu_arena *a, const char *prefix,
 		       struct store_job *job, struct mu_error *err)
 {
@@ -242,8 +254,8 @@ static int decode_deps(const json_t *body, struct mu_arena *a, const char *prefi
 		return 0;
 	if (!json_is_array(v))
 		return jv_fail(err, MU_ETYPE, prefix, "dependencies", "must be an array");
-	if (json_array_size(v) > 100)
-		return jv_fail(err, MU_ERANGE, prefix, "dependencies", "at most 100 items");
+	if (json_array_size(v) > MU_LIMIT_DEPENDENCIES_MAX)
+		return jv_fail(err, MU_ERANGE, prefix, "dependencies", "at most %d items", MU_LIMIT_DEPENDENCIES_MAX);
 	ids = mu_arena_alloc(a, sizeof(*ids) * (json_array_size(v) + 1));
 	json_array_foreach(v, i, item) {
 		const char *type = NULL;
@@ -260,7 +272,7 @@ static int decode_deps(const json_t *body, struct mu_arena *a, const char *prefi
 		ret = jv_str(item, "type", true, 16, false, &type, p, err);
 		if (ret < 0)
 			return ret;
-		if (strcmp(type, "afterok") && strcmp(type, "afterany") && strcmp(type, "afternotok"))
+		if (!dep_type_known(type))
 			return jv_fail(err, MU_EINVAL, p, "type",
 				       "must be afterok, afterany or afternotok");
 		ret = jv_int(item, "job_id", true, 1, INT64_C(9007199254740991), &id, p, err);

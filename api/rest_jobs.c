@@ -15,10 +15,10 @@
 #include "rest_metrics.h"
 #include "rest_server.h"
 #include "store_auth.h"
+#include "lists.h"
 #include "store_job.h"
 
-static const char *const states[] = { "PENDING", "STARTING", "RUNNING", "COMPLETED",
-				      "FAILED", "CANCELLED", "TIMEOUT", NULL };
+static const char *const states[] = { MU_JOB_STATES(MU_LIST_NAME) NULL };
 
 static double mono_ms(void)
 {
@@ -530,4 +530,9 @@ int rest_jobs_cancel(struct rest_req *rq)
 	if (ret < 0)
 		return ret;
 	return rest_defer(rq, cancel_run, NULL, id);
+}
+
+int rest_jobs_principal(const struct rest_req *rq, struct store_job *j, struct mu_error *err)
+{
+	return apply_principal(rq, j, "", err);
 }

@@ -6,6 +6,8 @@
 #define MU_REST_JOBS_H
 
 #include "pool.h"
+#include "rest.h"
+#include "store_job.h"
 
 /* Pool group kind for submits (one transaction per group). */
 #define REST_JOBS_GROUP_SUBMIT 1
@@ -14,5 +16,10 @@
 
 /* Registers the submit group with the pool. Call once before serving. */
 void rest_jobs_init(struct store_pool *pool);
+
+/* The caller's defaults and rights on one job's tenant and user, as
+ * POST /v1/jobs applies them (POST /v1/jobs/dry-run calls the same). */
+int rest_jobs_principal(const struct rest_req *rq, struct store_job *j, struct mu_error *err)
+	__attribute__((warn_unused_result));
 
 #endif

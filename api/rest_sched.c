@@ -2,10 +2,12 @@
  * rest_sched.c - the scheduler's REST endpoints: GET /v1/scheduler (leader,
  * epoch, last cycle), GET /v1/usage (GPU-hours like sreport), GET
  * /v1/fairshare (the association tree like sshare), GET
- * /v1/jobs/{id}/explain and POST /v1/jobs/dry-run (the policy core run
- * inside the API against a fresh snapshot, nothing written).
+ * /v1/jobs/{id}/explain and POST /v1/jobs/dry-run (the submit's checks,
+ * then the policy core's answer from the plan service/plan keeps, nothing
+ * written).
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -13,10 +15,11 @@
 #include "codec_job.h"
 #include "fairtree.h"
 #include "jv.h"
+#include "plan.h"
 #include "rest.h"
+#include "rest_jobs.h"
 #include "sched.h"
-#include "snapshot.h"
-#include "store_sched.h"
+#include "store_job.h"
 #include "store_sched_report.h"
 
 static json_t *str_or_null(const char *s)
@@ -252,72 +255,40 @@ static void format_ts(int64_t t, char *buf, size_t len)
 	strftime(buf, len, "%Y-%m-%dT%H:%M:%S.000Z", &tm);
 }
 
+/* One plan per process: every worker answers dry-runs from it (plan.h). */
+static struct plan *dryrun_plan;
+static pthread_once_t dryrun_plan_once = PTHREAD_ONCE_INIT;
+
+static void dryrun_plan_init(void)
+{
+	dryrun_plan = plan_new(NULL);
+}
+
 static int dryrun_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct store_job *j = arg;
-	struct store_sched_snap dbs = { 0 };
-	struct scheduler_snap snap = { 0 };
-	struct sched_dep deps[100];
-	struct sched_job probe = { 0 };
-	enum sched_reason reason = SCHED_REASON_NONE;
-	int64_t tenant_id = 0, time_limit = j->time_limit, planned = SCHED_NEVER;
-	int class_id = 0, nd;
-	char msg[160] = "", when[40];
+	struct store_job_depstate *states = NULL;
+	struct plan_answer ans;
+	int64_t tenant_id = 0, class_id = 0;
+	char when[40];
 	json_t *o;
-	int ret = store_sched_probe_resolve(db, rest_scope_path(rq), j->tenant, j->priority_class, &tenant_id,
-					    &class_id, &time_limit, &rq->err);
+	/* The same checks, problem codes and field names as a submit's. */
+	int ret = store_job_check(db, rq->arena, rest_scope_path(rq), j, &tenant_id, &class_id, &states, &rq->err);
 
 	if (ret < 0)
 		return ret;
-	ret = store_sched_snap_load_ro(db, &dbs, &rq->err);
+	pthread_once(&dryrun_plan_once, dryrun_plan_init);
+	ret = plan_dry_run(dryrun_plan, db, j, tenant_id, class_id, states, &ans, &rq->err);
 	if (ret < 0)
-		goto out;
-	ret = scheduler_snap_build(&dbs, &snap, &rq->err);
-	if (ret < 0)
-		goto out;
-	probe.id = 0;
-	probe.tenant = scheduler_snap_tenant(&snap, tenant_id);
-	if (probe.tenant < 0)
-		probe.tenant = 0;
-	probe.user = scheduler_snap_user(&snap, probe.tenant, j->user);
-	for (size_t i = 0; i < dbs.nclasses; i++)
-		if (dbs.classes[i].id == class_id) {
-			probe.priority = dbs.classes[i].priority;
-			probe.preemptible = dbs.classes[i].preemptible;
-		}
-	probe.submit = dbs.settings.now;
-	probe.nodes = (int)j->nodes;
-	probe.min_nodes = j->min_nodes > 0 && j->min_nodes < j->nodes ? (int)j->min_nodes : 0;
-	probe.gpus_per_node = (int)j->gpus_per_node;
-	probe.gpu_model = j->gpu_model;
-	probe.topo_required = scheduler_snap_level(&snap, j->topo_required);
-	probe.topo_preferred = scheduler_snap_level(&snap, j->topo_preferred);
-	if ((j->topo_required && j->topo_required[0] && probe.topo_required < 0) ||
-	    (j->topo_preferred && j->topo_preferred[0] && probe.topo_preferred < 0)) {
-		ret = mu_error_set(&rq->err, MU_EINVAL, "topology", "unknown topology level");
-		goto out;
-	}
-	probe.time_limit = time_limit;
-	nd = scheduler_parse_deps(&dbs, j->dependencies, deps, 100);
-	if (nd > 0) {
-		probe.deps = deps;
-		probe.ndeps = (size_t)nd;
-	}
-	if (sched_explain(&snap.core, &probe, &planned, &reason, msg)) {
-		ret = mu_error_set(&rq->err, MU_EINTERNAL, "", "policy core refused the snapshot");
-		goto out;
-	}
-	if (planned != SCHED_NEVER)
-		format_ts(planned, when, sizeof(when));
-	o = json_pack("{s:b, s:o, s:o, s:s, s:[]}", "feasible", planned != SCHED_NEVER, "planned_start",
-		      planned != SCHED_NEVER ? json_string(when) : json_null(), "pending_reason",
-		      reason == SCHED_REASON_NONE ? json_null() : json_string(sched_reason_name(reason)),
-		      "message", msg, "nodes");
+		return ret;
+	if (ans.feasible)
+		format_ts(ans.planned_start, when, sizeof(when));
+	o = json_pack("{s:b, s:o, s:o, s:s, s:[]}", "feasible", ans.feasible, "planned_start",
+		      ans.feasible ? json_string(when) : json_null(), "pending_reason",
+		      ans.reason == SCHED_REASON_NONE ? json_null() : json_string(sched_reason_name(ans.reason)),
+		      "message", ans.message, "nodes");
 	rest_result(rq, 200, o);
-out:
-	scheduler_snap_release(&snap);
-	store_sched_snap_release(&dbs);
-	return ret;
+	return 0;
 }
 
 int rest_sched_dry_run(struct rest_req *rq)
@@ -332,22 +303,9 @@ int rest_sched_dry_run(struct rest_req *rq)
 	if (ret < 0)
 		goto out;
 	/* The caller's defaults and rights, as a submit applies them. */
-	if (rq->who.role == REST_ROLE_ADMIN) {
-		if (!j->tenant) {
-			ret = mu_error_set(&rq->err, MU_EMISSING, "tenant", "required with an admin token");
-			goto out;
-		}
-		if (!j->user)
-			j->user = rq->who.user ? rq->who.user : "";
-	} else {
-		if (j->user) {
-			ret = mu_error_set(&rq->err, MU_EFORBIDDEN, "user", "only an admin may set the user");
-			goto out;
-		}
-		j->user = rq->who.user ? rq->who.user : "";
-		if (!j->tenant)
-			j->tenant = rq->who.tenant;
-	}
+	ret = rest_jobs_principal(rq, j, &rq->err);
+	if (ret < 0)
+		goto out;
 	/* strings borrowed from `body` must outlive it: keep it with the request */
 	rest_result(rq, 0, body);
 	body = NULL;

@@ -1204,3 +1204,70 @@ int store_job_cancel(PGconn *c, struct mu_arena *a, const char *scope, int64_t i
 
 	return store_db_tx(c, NULL, 0, cancel_tx, &ca, err);
 }
+
+int store_job_check(PGconn *c, struct mu_arena *a, const char *scope, struct store_job *j,
+		    int64_t *tenant_id, int64_t *class_id, struct store_job_depstate **states,
+		    struct mu_error *err)
+{
+	struct group_ctx g;
+	struct store_job_submit s = { .jobs = j, .n = 1, .scope = scope, .arena = a };
+	struct store_job_submit *reqs[1] = { &s };
+	struct mu_buf ids = MU_BUF_INIT;
+	PGresult *r = NULL;
+	const char *p[1];
+	int ret;
+
+	memset(&g, 0, sizeof(g));
+	mu_arena_init(&g.a, 0);
+	*states = mu_arena_alloc(a, sizeof(**states) * (j->ndeps + 1));
+	/* The same reads and checks as a submit's (one REPEATABLE READ view). */
+	ret = store_db_exec_simple(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err);
+	if (ret < 0)
+		goto out;
+	ret = load_refs(c, &g, reqs, 1, err);
+	if (ret < 0)
+		goto out_rollback;
+	ret = validate_job(&g, &s, 0, tenant_id, class_id);
+	if (ret < 0) {
+		*err = s.err;
+		goto out_rollback;
+	}
+	/* validate_job points these into the group's arena, released below */
+	j->tenant_path = mu_arena_strdup(a, j->tenant_path);
+	j->priority_class = mu_arena_strdup(a, j->priority_class);
+	if (j->ndeps) {
+		mu_buf_addc(&ids, '{');
+		for (size_t d = 0; d < j->ndeps; d++) {
+			if (d)
+				mu_buf_addc(&ids, ',');
+			mu_buf_add_int(&ids, j->dep_ids[d]);
+		}
+		mu_buf_addc(&ids, '}');
+		p[0] = ids.p;
+		ret = store_db_exec(c, "SELECT id, state, coalesce(exit_code, -1) FROM jobs WHERE id = ANY($1::bigint[])",
+				    1, p, &r, err);
+		if (ret < 0)
+			goto out_rollback;
+		for (size_t d = 0; d < j->ndeps; d++) {
+			struct store_job_depstate *st = &(*states)[d];
+
+			*st = (struct store_job_depstate){ j->dep_ids[d], "", -1 };
+			for (int i = 0; i < store_db_nrows(r); i++)
+				if (store_db_get_int64(r, i, 0) == j->dep_ids[d]) {
+					st->state = mu_arena_strdup(a, store_db_get(r, i, 1));
+					st->exit_code = (int)store_db_get_int64(r, i, 2);
+				}
+		}
+	}
+	ret = store_db_exec_simple(c, "COMMIT", err);
+	goto out;
+out_rollback:
+	store_db_rollback(c);
+out:
+	store_db_clear(r);
+	mu_buf_release(&ids);
+	mu_free(g.dep_ids);
+	mu_arena_release(&g.a);
+	mu_free(g.tenants);
+	return ret;
+}

@@ -159,4 +159,25 @@ int store_job_cancel(PGconn *c, struct mu_arena *a, const char *scope, int64_t i
 		     const char *who, struct store_job *out, struct mu_error *err)
 	__attribute__((warn_unused_result));
 
+/* The state of a job another one names as a dependency. */
+struct store_job_depstate {
+	int64_t job_id;
+	const char *state; /* arena */
+	int exit_code;     /* -1 when none */
+};
+
+/*
+ * The checks a submit applies to one job, without writing anything (what
+ * POST /v1/jobs/dry-run asks): the same tenant, scope, size, topology,
+ * priority class, time limit and dependency checks, with the same problem
+ * codes and field names as store_job_submit_group (the pending-jobs quota
+ * is not counted). Defaults the time limit as a submit would. On success
+ * *tenant_id and *class_id are resolved and *states (arena, j->ndeps
+ * entries in order) hold the states of the jobs it depends on.
+ * Returns 0 or a negative MU_E* code with err filled.
+ */
+int store_job_check(PGconn *c, struct mu_arena *a, const char *scope, struct store_job *j,
+		    int64_t *tenant_id, int64_t *class_id, struct store_job_depstate **states,
+		    struct mu_error *err) __attribute__((warn_unused_result));
+
 #endif

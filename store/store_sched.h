@@ -177,11 +177,21 @@ struct store_sched_run {
 
 struct store_sched_job {
 	int64_t id, tenant_id;
-	char *user, *gpu_model, *topology_required, *topology_preferred, *dependencies; /* deps: JSON */
+	char *user, *gpu_model, *topology_required, *topology_preferred, *dependencies; /* deps: JSON
+	           text, for reading only: the typed edges are snap->edges[dep_first .. +dep_count) */
 	char *pending_reason, *pending_message;
 	int priority_class_id;
 	int nodes, min_nodes, gpus_per_node, time_limit, retries;
 	int64_t created_at, planned_start; /* unix s; planned_start 0 = none */
+	size_t dep_first, dep_count; /* slice of snap->edges */
+};
+
+/* One dependency of a pending job, typed (jobs.dependencies as rows). */
+enum store_sched_dep_type { STORE_SCHED_AFTEROK = 0, STORE_SCHED_AFTERANY, STORE_SCHED_AFTERNOTOK };
+struct store_sched_edge {
+	int64_t job_id;                 /* the pending job */
+	int64_t target;                 /* the job it waits on */
+	enum store_sched_dep_type type;
 };
 
 struct store_sched_tenant {
@@ -233,7 +243,8 @@ struct store_sched_snap {
 	struct store_sched_class *classes; size_t nclasses;
 	struct store_sched_usage *usage; size_t nusage;
 	struct store_sched_runtime *runtimes; size_t nruntimes; /* by tenant, user */
-	struct store_sched_depstate *deps; size_t ndeps; /* states of jobs named in dependencies */
+	struct store_sched_depstate *deps; size_t ndeps; /* states of jobs named in dependencies, by id */
+	struct store_sched_edge *edges; size_t nedges;   /* pending jobs' dependencies, by job, order */
 	void *mem; /* internal */
 };
 

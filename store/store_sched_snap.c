@@ -77,10 +77,10 @@ static int64_t getl(const PGresult *r, int row, int col)
 
 /* ---- the snapshot's queries, sent as one batch ---------------------------- */
 
-/* One round trip for the nine parameterless queries of a snapshot (a
+/* One round trip for the parameterless queries of a snapshot (a
  * multi-statement simple query inside the cycle's transaction); the
  * loaders below take their results in this order. */
-#define SNAP_NSQL 9
+#define SNAP_NSQL 11
 static const char *const snap_sql[SNAP_NSQL] = {
 	    "SELECT n.id, n.name, n.address, n.topology, n.gpu_model, n.gpu_count, n.up,"
 	    " n.drain, coalesce(g.mask, 0), g.node_id IS NOT NULL, n.fabric_fault <> ''"
@@ -110,7 +110,21 @@ static const char *const snap_sql[SNAP_NSQL] = {
 	    " greatest(0, extract(epoch FROM now() - updated_at)) / %d) ELSE value END"
 	    " FROM usage_decayed ORDER BY tenant_id, user_name",
 	    "SELECT tenant_id, user_name, least(cardinality(recent), 2), coalesce(recent[1], 0),"
-	    " coalesce(recent[2], 0) FROM user_runtimes ORDER BY tenant_id, user_name"
+	    " coalesce(recent[2], 0) FROM user_runtimes ORDER BY tenant_id, user_name",
+	    /* Dependencies as typed edges, and the states of every job they
+	     * name, read from jsonb by the database (never searched as text).
+	     * A superset of the jobs loaded above: edges are merged by job id. */
+	    /* (A value the API would never write, a non-array or a job_id that is
+	     * no number, becomes a dependency on no job rather than a failed cycle.) */
+	    "SELECT j.id, CASE WHEN jsonb_typeof(x.e->'job_id') = 'number' THEN (x.e->>'job_id')::numeric::bigint"
+	    " ELSE 0 END, CASE x.e->>'type' WHEN 'afterany' THEN 1 WHEN 'afternotok' THEN 2 ELSE 0 END"
+	    " FROM jobs j CROSS JOIN LATERAL jsonb_array_elements(j.dependencies) WITH ORDINALITY x(e, n)"
+	    " WHERE j.state = 'PENDING' AND j.dependencies <> '[]' AND jsonb_typeof(j.dependencies) = 'array'"
+	    " ORDER BY j.id, x.n",
+	    "SELECT d.id, d.state, coalesce(d.exit_code, -1) FROM jobs d WHERE d.id IN"
+	    " (SELECT CASE WHEN jsonb_typeof(x->'job_id') = 'number' THEN (x->>'job_id')::numeric::bigint END"
+	    "  FROM jobs j, jsonb_array_elements(j.dependencies) x WHERE j.state = 'PENDING'"
+	    "  AND j.dependencies <> '[]' AND jsonb_typeof(j.dependencies) = 'array') ORDER BY d.id"
 };
 
 struct batch {
@@ -362,31 +376,29 @@ static int load_policy(PGconn *c, struct batch *b, struct store_sched_snap *s, s
 	store_db_clear(r);
 	r = NULL;
 
-	/* States of the jobs that pending jobs depend on: ids from the loaded
-	 * dependency texts, one indexed lookup (most clusters have few). */
-	{
-		struct sbuf ids = { 0 };
-		const char *dp[1];
-		sb_open(&ids);
-		for (size_t i = 0; i < s->njobs; i++) {
-			const char *t = s->jobs[i].dependencies;
-			if (t[0] != '[' || t[1] == ']')
-				continue;
-			while ((t = strstr(t, "\"job_id\""))) {
-				t += 8;
-				while (*t == ' ' || *t == ':')
-					t++;
-				sb_int(&ids, strtoll(t, NULL, 10));
-			}
+	ret = take(b, &r, err);
+	if (ret)
+		goto out;
+	s->nedges = (size_t)store_db_nrows(r);
+	s->edges = mu_arena_alloc(a, s->nedges * sizeof(*s->edges) + 1);
+	for (size_t i = 0, k = 0; i < s->nedges; i++) {
+		struct store_sched_edge *e = &s->edges[i];
+		e->job_id = getl(r, (int)i, 0);
+		e->target = getl(r, (int)i, 1);
+		e->type = (enum store_sched_dep_type)geti(r, (int)i, 2);
+		/* Both lists are sorted by job id: merge into the jobs' slices. */
+		while (k < s->njobs && s->jobs[k].id < e->job_id)
+			k++;
+		if (k < s->njobs && s->jobs[k].id == e->job_id) {
+			if (!s->jobs[k].dep_count)
+				s->jobs[k].dep_first = i;
+			s->jobs[k].dep_count++;
 		}
-		sb_close(&ids);
-		dp[0] = ids.p;
-		ret = store_db_exec(c,
-				    "SELECT id, state, coalesce(exit_code, -1) FROM jobs WHERE id = ANY($1::bigint[])"
-				    " ORDER BY id",
-				    1, dp, &r, err);
-		mu_free(ids.p);
 	}
+	store_db_clear(r);
+	r = NULL;
+
+	ret = take(b, &r, err);
 	if (ret)
 		goto out;
 	s->ndeps = (size_t)store_db_nrows(r);

@@ -22,6 +22,7 @@
 #include "rest_metrics.h"
 #include "grpc_codec.h"
 #include "grpc_internal.h"
+#include "lists.h"
 #include "log.h"
 #include "muster/v1/jobs.pb-c.h"
 #include "store_event.h"
@@ -37,8 +38,7 @@ struct kv_entry {
 	char *value;
 };
 
-static const char *const job_states[] = { "PENDING", "STARTING", "RUNNING", "COMPLETED",
-					  "FAILED", "CANCELLED", "TIMEOUT", NULL };
+static const char *const job_states[] = { MU_JOB_STATES(MU_LIST_NAME) NULL };
 
 static void *A(struct mu_arena *a, size_t n)
 {

@@ -5,6 +5,8 @@
   bench_scheduler.py failover [--rounds 5]          kill -9 of the leader -> first decision of the new one
   bench_scheduler.py cycle    [--nodes 10000 --pending 100000 --running 50000] [--promises]
                                                     one full cycle (load + core + commit) at scale
+  bench_scheduler.py dryrun   [--nodes 10000 --pending 100000 --running 50000 --requests 400]
+                                                    POST /v1/jobs/dry-run latency from the kept plan
 
 Each starts its own PostgreSQL (tests/integration/harness.py) and real
 muster-scheduler processes. MUSTER_BUILD_DIR names the build (default build/).
@@ -130,60 +132,130 @@ def bench_failover(args):
                                                            max(times)))
 
 
-def bench_cycle(args):
+def populate(c, args):
+    """The 10k-node cluster of `cycle` (and `dryrun`): nodes, running runs, pending jobs."""
     N, P, R = args.nodes, args.pending, args.running
+    t0 = time.monotonic()
+    pg = PG(c.db_url)
+    pg.query("INSERT INTO nodes (name, address, topology, gpu_model, gpu_count)"
+             " SELECT 'n' || i, '10.' || (i / 65536) || '.' || (i / 256 %% 256) || '.' || (i %% 256),"
+             " 'block-' || (i / 640) || '/rack-' || (i / 32), 'h100', 8"
+             " FROM generate_series(0, %d) i" % (N - 1))
+    pg.query("INSERT INTO gpus (node_id, idx, model) SELECT n.id, g, 'h100'"
+             " FROM nodes n, generate_series(0, 7) g")
+    # R running 1-GPU jobs spread over the nodes (R / N per node)
+    per = max(1, (R + N - 1) // N)
+    pg.query("INSERT INTO jobs (tenant_id, user_name, priority_class_id, state, nodes, gpus_per_node,"
+             " gpu_model, time_limit, command, started_at)"
+             " SELECT 1, 'u' || (i %% 50), 2, 'RUNNING', 1, 1, 'h100', 86400, '[\"x\"]', now()"
+             " FROM generate_series(1, %d) i" % R)
+    pg.query("INSERT INTO runs (job_id, attempt, epoch, state, nodes, gpus_per_node, time_limit,"
+             " started_at) SELECT id, 1, 0, 'RUNNING', 1, 1, 86400,"
+             " now() - make_interval(secs => (id % 3600)::int) FROM jobs")
+    pg.query("INSERT INTO run_allocations (run_id, node_id, node_rank, gpu_index)"
+             " SELECT r.id, (SELECT min(id) FROM nodes) + ((r.id - 1) %% %d), 0, ((r.id - 1) / %d)::int"
+             " FROM runs r" % (N, N))
+    # P pending jobs that need more GPUs than any node has free: a full
+    # evaluation (priorities, backfill plan, reasons) with no start.
+    need = 8 - per + 1 if per < 8 else 8
+    pg.query("INSERT INTO jobs (tenant_id, user_name, priority_class_id, nodes, gpus_per_node,"
+             " gpu_model, time_limit, command) SELECT 1, 'u' || (i %% 50), 2, 1 + (i %% 3 = 0)::int,"
+             " %d, 'h100', 3600, '[\"x\"]' FROM generate_series(1, %d) i" % (need, P))
+    if args.promises:
+        # Exercise quota limits (tenant-wide and per model, never reached)
+        # and runtime prediction (every user has a history).
+        pg.query("INSERT INTO quotas (tenant_id, gpu_model, guaranteed_gpus, max_gpus)"
+                 " VALUES (1, '', 0, 1000000), (1, 'h100', 0, 1000000)")
+        pg.query("INSERT INTO user_runtimes (tenant_id, user_name, recent)"
+                 " SELECT 1, 'u' || i, ARRAY[600 + i, 900 + i] FROM generate_series(0, 49) i")
+    pg.query("ANALYZE")
+    print("setup: %d nodes x 8 GPUs, %d running runs, %d pending (%d GPUs each) in %.1f s"
+          % (N, R, P, need, time.monotonic() - t0))
+    return pg
+
+
+def bench_cycle(args):
     with harness.Cluster() as c:
-        t0 = time.monotonic()
-        pg = PG(c.db_url)
-        pg.query("INSERT INTO nodes (name, address, topology, gpu_model, gpu_count)"
-                 " SELECT 'n' || i, '10.' || (i / 65536) || '.' || (i / 256 %% 256) || '.' || (i %% 256),"
-                 " 'block-' || (i / 640) || '/rack-' || (i / 32), 'h100', 8"
-                 " FROM generate_series(0, %d) i" % (N - 1))
-        pg.query("INSERT INTO gpus (node_id, idx, model) SELECT n.id, g, 'h100'"
-                 " FROM nodes n, generate_series(0, 7) g")
-        # R running 1-GPU jobs spread over the nodes (R / N per node)
-        per = max(1, (R + N - 1) // N)
-        pg.query("INSERT INTO jobs (tenant_id, user_name, priority_class_id, state, nodes, gpus_per_node,"
-                 " gpu_model, time_limit, command, started_at)"
-                 " SELECT 1, 'u' || (i %% 50), 2, 'RUNNING', 1, 1, 'h100', 86400, '[\"x\"]', now()"
-                 " FROM generate_series(1, %d) i" % R)
-        pg.query("INSERT INTO runs (job_id, attempt, epoch, state, nodes, gpus_per_node, time_limit,"
-                 " started_at) SELECT id, 1, 0, 'RUNNING', 1, 1, 86400,"
-                 " now() - make_interval(secs => (id % 3600)::int) FROM jobs")
-        pg.query("INSERT INTO run_allocations (run_id, node_id, node_rank, gpu_index)"
-                 " SELECT r.id, (SELECT min(id) FROM nodes) + ((r.id - 1) %% %d), 0, ((r.id - 1) / %d)::int"
-                 " FROM runs r" % (N, N))
-        # P pending jobs that need more GPUs than any node has free: a full
-        # evaluation (priorities, backfill plan, reasons) with no start.
-        need = 8 - per + 1 if per < 8 else 8
-        pg.query("INSERT INTO jobs (tenant_id, user_name, priority_class_id, nodes, gpus_per_node,"
-                 " gpu_model, time_limit, command) SELECT 1, 'u' || (i %% 50), 2, 1 + (i %% 3 = 0)::int,"
-                 " %d, 'h100', 3600, '[\"x\"]' FROM generate_series(1, %d) i" % (need, P))
-        if args.promises:
-            # Exercise quota limits (tenant-wide and per model, never reached)
-            # and runtime prediction (every user has a history).
-            pg.query("INSERT INTO quotas (tenant_id, gpu_model, guaranteed_gpus, max_gpus)"
-                     " VALUES (1, '', 0, 1000000), (1, 'h100', 0, 1000000)")
-            pg.query("INSERT INTO user_runtimes (tenant_id, user_name, recent)"
-                     " SELECT 1, 'u' || i, ARRAY[600 + i, 900 + i] FROM generate_series(0, 49) i")
-        pg.query("ANALYZE")
-        print("setup: %d nodes x 8 GPUs, %d running runs, %d pending (%d GPUs each) in %.1f s"
-              % (N, R, P, need, time.monotonic() - t0))
+        populate(c, args)
         p = start_scheduler(c, "sched", "--max-cycles", str(args.cycles), "--tick", "100ms", "--full-every", "0",
-                            "--log-level", "debug")
+                            "--log-level", "debug", *args.sched_arg)
         p.wait(timeout=600)
         log = c.log_text("sched")
         cyc = re.findall(r"reasons=(\d+) load_ms=([\d.]+) core_ms=([\d.]+) write_ms=([\d.]+)"
                          r" total_ms=([\d.]+)", log)
+        hints = re.findall(r"total_ms=[\d.]+ hint=(\w+)", log)
         stats = q(c, "SELECT last_cycle_ms, last_load_ms, last_commit_ms, last_pending, last_running"
                      " FROM scheduler_lease")[0]
         for i, (re_, lo, co, wr, to) in enumerate(cyc):
             print("cycle %d: load %s ms, core %s ms, write %s ms (%s pending reasons changed),"
-                  " total %s ms (+ COMMIT)" % (i + 1, lo, co, wr, re_, to))
+                  " total %s ms (+ COMMIT)%s" % (i + 1, lo, co, wr, re_, to,
+                                                 ", kept view + hint" if i < len(hints) and hints[i] == "yes"
+                                                 else ""))
         print("last cycle recorded: %s ms (load %s ms, decisions write %s ms), pending %s, running %s"
               % stats)
         if not cyc:
             print(log[-3000:])
+
+
+def bench_dryrun(args):
+    """POST /v1/jobs/dry-run at scale: the first (loads the plan), then warm
+    ones one at a time and from 4 threads, then with the leader planning
+    again (a submit every 2 s bumps the generation) meanwhile."""
+    import threading
+    with harness.Cluster(api=True) as c:
+        pg = populate(c, args)
+        start_scheduler(c, "sched", "--log-level", "warn")
+        c.wait_until(lambda: lease(c)["cycles"] > 0, 60, "first cycle")
+        body = {"tenant": "root", "nodes": 2, "gpus_per_node": 4, "gpu_model": "h100", "command": ["x"]}
+
+        def one():
+            t0 = time.perf_counter()
+            st, _, b = c.api("POST", "/v1/jobs/dry-run", body)
+            assert st == 200, b
+            return (time.perf_counter() - t0) * 1000.0
+
+        print("first dry-run (loads the plan): %.1f ms" % one())
+
+        def run(n, threads, until=None):
+            lat, lock = [], threading.Lock()
+
+            def worker():
+                k = 0
+                while (until.is_set() is False) if until else k < n // threads:
+                    ms = one()
+                    k += 1
+                    with lock:
+                        lat.append(ms)
+            ts = [threading.Thread(target=worker) for _ in range(threads)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            return lat
+
+        def report(what, lat):
+            print("%s, %d requests: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms"
+                  % (what, len(lat), pct(lat, 50), pct(lat, 90), pct(lat, 99), max(lat)))
+
+        report("warm, 1 client", run(args.requests, 1))
+        report("warm, 4 clients", run(args.requests, 4))
+        stop = threading.Event()
+        g0 = int(q(c, "SELECT generation FROM plan_generation")[0][0])
+
+        def submitter():
+            while not stop.is_set():
+                jid = pg.query("INSERT INTO jobs (tenant_id, priority_class_id, nodes, gpus_per_node, gpu_model,"
+                               " time_limit, command) VALUES (1, 2, 1, 8, 'h100', 3600, '[\"x\"]') RETURNING id")[0][0]
+                pg.query("NOTIFY muster_sched, 'submit:%s'" % jid)
+                stop.wait(2.0)
+        th = threading.Thread(target=submitter)
+        th.start()
+        timer = threading.Timer(args.busy_s, stop.set)
+        timer.start()
+        lat = run(0, 4, until=stop)
+        th.join()
+        g1 = int(q(c, "SELECT generation FROM plan_generation")[0][0])
+        report("4 clients while the leader plans again (%d new generations)" % (g1 - g0), lat)
 
 
 def main():
@@ -201,8 +273,18 @@ def main():
     a.add_argument("--cycles", type=int, default=3)
     a.add_argument("--promises", action="store_true",
                    help="add never-reached quotas (tenant-wide and per model) and user run-time histories")
+    a.add_argument("--sched-arg", action="append", default=[],
+                   help="an extra muster-scheduler argument (e.g. --sched-arg=--rebuild-every=0)")
+    a = sub.add_parser("dryrun")
+    a.add_argument("--nodes", type=int, default=10000)
+    a.add_argument("--pending", type=int, default=100000)
+    a.add_argument("--running", type=int, default=50000)
+    a.add_argument("--requests", type=int, default=400)
+    a.add_argument("--busy-s", type=float, default=20.0, help="seconds of the phase with submits")
+    a.add_argument("--promises", action="store_true")
     args = ap.parse_args()
-    {"latency": bench_latency, "failover": bench_failover, "cycle": bench_cycle}[args.what](args)
+    {"latency": bench_latency, "failover": bench_failover, "cycle": bench_cycle,
+     "dryrun": bench_dryrun}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -1267,6 +1267,52 @@ static bool try_preempt(struct cyc *c, size_t ji, const struct req *q, int64_t r
 	return true;
 }
 
+/* The probe's answer against the plan the cycle in `c` made (run_jobs done):
+ * it reads that plan and never books into it, so one plan answers many probes. */
+static void answer_probe(struct cyc *c, const struct sched_job *probe, int64_t *probe_start,
+                         enum sched_reason *probe_reason, char *probe_msg)
+{
+	const struct sched_snapshot *s = c->s;
+	struct req q;
+	int qmax = 0;
+	c->probe = probe;
+	req_of(c, probe, &q);
+	*probe_start = SCHED_NEVER;
+	if (!admissible(c, 0, &q, &qmax, true)) {
+		*probe_reason = c->pv_reason;
+		if (probe_msg)
+			snprintf(probe_msg, 160, "%s", c->pv_msg);
+	} else {
+		size_t na = 0;
+		struct req rq = q;
+		if (qmax < rq.nmax)
+			rq.nmax = qmax;
+		int64_t rt = sched_job_runtime(s, probe);
+		int64_t t = sched__earliest(c, &rq, rt, c->sc_alloc, &na);
+		char qmsg[160];
+		*probe_start = t;
+		*probe_reason = t == s->now ? SCHED_REASON_NONE
+		                : t == SCHED_NEVER ? SCHED_REASON_RESOURCES : SCHED_REASON_RESERVATION;
+		if (t != SCHED_NEVER && c->quota &&
+		    !sched__quota_reserve_ok(c, probe, t, t + rt, c->sc_alloc, na, qmsg, sizeof(qmsg))) {
+			/* Its quota, counting the reservations' share, has no room then. */
+			*probe_start = SCHED_NEVER;
+			*probe_reason = SCHED_REASON_QUOTA_MAX;
+			if (probe_msg)
+				snprintf(probe_msg, 160, "%s", qmsg);
+		} else if (probe_msg) {
+			char buf[64];
+			fmt_time(buf, sizeof(buf), s->now, t);
+			if (t == s->now)
+				snprintf(probe_msg, 160, "would start now");
+			else if (t == SCHED_NEVER)
+				snprintf(probe_msg, 160, "no start time can be planned now");
+			else
+				snprintf(probe_msg, 160, "would start at %s", buf);
+		}
+	}
+}
+
 static int cycle(const struct sched_snapshot *s, struct sched_decisions *out, const struct sched_job *probe,
                  int64_t *probe_start, enum sched_reason *probe_reason, char *probe_msg)
 {
@@ -1312,45 +1358,8 @@ static int cycle(const struct sched_snapshot *s, struct sched_decisions *out, co
 	compute_order(&c);
 	node_failures(&c);
 	run_jobs(&c);
-	if (probe) {
-		struct req q;
-		int qmax = 0;
-		req_of(&c, probe, &q);
-		*probe_start = SCHED_NEVER;
-		if (!admissible(&c, 0, &q, &qmax, true)) {
-			*probe_reason = c.pv_reason;
-			if (probe_msg)
-				snprintf(probe_msg, 160, "%s", c.pv_msg);
-		} else {
-			size_t na = 0;
-			struct req rq = q;
-			if (qmax < rq.nmax)
-				rq.nmax = qmax;
-			int64_t rt = sched_job_runtime(s, probe);
-			int64_t t = sched__earliest(&c, &rq, rt, c.sc_alloc, &na);
-			char qmsg[160];
-			*probe_start = t;
-			*probe_reason = t == s->now ? SCHED_REASON_NONE
-			                : t == SCHED_NEVER ? SCHED_REASON_RESOURCES : SCHED_REASON_RESERVATION;
-			if (t != SCHED_NEVER && c.quota &&
-			    !sched__quota_reserve_ok(&c, probe, t, t + rt, c.sc_alloc, na, qmsg, sizeof(qmsg))) {
-				/* Its quota, counting the reservations' share, has no room then. */
-				*probe_start = SCHED_NEVER;
-				*probe_reason = SCHED_REASON_QUOTA_MAX;
-				if (probe_msg)
-					snprintf(probe_msg, 160, "%s", qmsg);
-			} else if (probe_msg) {
-				char buf[64];
-				fmt_time(buf, sizeof(buf), s->now, t);
-				if (t == s->now)
-					snprintf(probe_msg, 160, "would start now");
-				else if (t == SCHED_NEVER)
-					snprintf(probe_msg, 160, "no start time can be planned now");
-				else
-					snprintf(probe_msg, 160, "would start at %s", buf);
-			}
-		}
-	}
+	if (probe)
+		answer_probe(&c, probe, probe_start, probe_reason, probe_msg);
 out:
 	teardown(&c);
 	return ret;
@@ -1379,4 +1388,69 @@ out:
 	*reason = r;
 	sched_decisions_release(&d);
 	return ret;
+}
+
+/* ---- explainer: one cycle's plan, many probes ---- */
+
+struct sched_explainer {
+	struct cyc c;
+	struct sched_decisions d;
+};
+
+int sched_explainer_new(const struct sched_snapshot *s, struct sched_explainer **out)
+{
+	struct sched_explainer *x = sched__xcalloc(1, sizeof(*x));
+	struct cyc *c = &x->c;
+	struct dpriv *dp;
+	int ret;
+
+	*out = NULL;
+	sched_decisions_init(&x->d);
+	x->d.priv = sched__xcalloc(1, sizeof(struct dpriv));
+	c->s = s;
+	c->d = &x->d;
+	/* What cycle() does for a probe, up to the probe itself: the plan of
+	 * every pending job, then kept (teardown only in _free). */
+	ret = validate(c);
+	if (ret)
+		goto out_free;
+	dp = x->d.priv;
+	dp->cap_verd = s->njobs + 1;
+	x->d.verdicts = sched__xcalloc(dp->cap_verd, sizeof(*x->d.verdicts));
+	x->d.nverdicts = s->njobs;
+	setup(c);
+	sched__quota_setup(c);
+	compute_order(c);
+	node_failures(c);
+	run_jobs(c);
+	*out = x;
+	return 0;
+out_free:
+	sched_explainer_free(x);
+	return ret;
+}
+
+int sched_explainer_probe(struct sched_explainer *x, const struct sched_job *probe, int64_t *planned_start,
+                          enum sched_reason *reason, char *message)
+{
+	const struct sched_snapshot *s = x->c.s;
+
+	*planned_start = SCHED_NEVER;
+	*reason = SCHED_REASON_RESOURCES;
+	if (!probe || probe->nodes < 1 || probe->gpus_per_node < 0 || probe->gpus_per_node > SCHED_MAX_GPUS ||
+	    probe->tenant < 0 || (size_t)probe->tenant >= s->ntenants ||
+	    probe->topo_required >= s->settings.nlevels || probe->min_nodes > probe->nodes)
+		return SCHED_EINVAL;
+	answer_probe(&x->c, probe, planned_start, reason, message);
+	x->c.probe = NULL;
+	return 0;
+}
+
+void sched_explainer_free(struct sched_explainer *x)
+{
+	if (!x)
+		return;
+	teardown(&x->c);
+	sched_decisions_release(&x->d);
+	free(x);
 }

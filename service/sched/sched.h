@@ -332,6 +332,26 @@ __attribute__((warn_unused_result))
 int sched_explain(const struct sched_snapshot *s, const struct sched_job *probe,
                   int64_t *planned_start, enum sched_reason *reason, char *message);
 
+/*
+ * The same answer for many probes: sched_explainer_new plans the snapshot
+ * once (what sched_cycle would decide, nothing returned), then each
+ * sched_explainer_probe answers exactly as sched_explain would against that
+ * snapshot, in microseconds to milliseconds instead of a whole cycle. The
+ * explainer borrows `s` (it must outlive it) and is *new*
+ * (sched_explainer_free; NULL is a no-op). A probe uses the explainer's
+ * scratch space: calls on one explainer must not overlap (the caller
+ * serializes them); distinct explainers are independent.
+ * _new returns 0 or SCHED_EINVAL (then *out is NULL); _probe returns 0 or
+ * SCHED_EINVAL for a probe sched_explain would refuse.
+ */
+struct sched_explainer;
+__attribute__((warn_unused_result))
+int sched_explainer_new(const struct sched_snapshot *s, struct sched_explainer **out);
+__attribute__((warn_unused_result))
+int sched_explainer_probe(struct sched_explainer *x, const struct sched_job *probe,
+                          int64_t *planned_start, enum sched_reason *reason, char *message);
+void sched_explainer_free(struct sched_explainer *x);
+
 /* Planning runtime of a pending job under `settings` (prediction or limit). */
 int64_t sched_job_runtime(const struct sched_snapshot *s, const struct sched_job *j);
 

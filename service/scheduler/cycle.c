@@ -8,6 +8,7 @@
 #include "log.h"
 #include "sched.h"
 #include "snapshot.h"
+#include "store_plan.h"
 
 double scheduler_now_ms(void)
 {
@@ -16,19 +17,76 @@ double scheduler_now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+void scheduler_keep_init(struct scheduler_keep *k, long long rebuild_every_ms)
+{
+	memset(k, 0, sizeof(*k));
+	sched_decisions_init(&k->dec);
+	k->delta = plan_delta_new();
+	k->rebuild_every_ms = rebuild_every_ms;
+}
+
+void scheduler_keep_release(struct scheduler_keep *k)
+{
+	sched_decisions_release(&k->dec);
+	plan_delta_free(k->delta);
+	memset(k, 0, sizeof(*k));
+}
+
+/* The hint for this cycle's snapshot, or NULL where the core must rebuild. */
+static const struct sched_delta *keep_hint(struct scheduler_keep *k, int64_t epoch,
+					   const struct sched_snapshot *s)
+{
+	double now = scheduler_now_ms();
+
+	if (k->epoch != epoch || now - k->last_rebuild_ms >= (double)k->rebuild_every_ms) {
+		plan_delta_reset(k->delta);
+		k->have_fingerprint = false; /* a new term (or the safety net) moves the plan too */
+		k->epoch = epoch;
+		k->last_rebuild_ms = now;
+	}
+	k->cycles++;
+	const struct sched_delta *d = plan_delta_next(k->delta, s);
+	k->hinted += d != NULL;
+	return d;
+}
+
+/*
+ * Whether this cycle changes what a dry-run plan would answer, so that
+ * the planning generation must move (service/plan): it wrote decisions,
+ * its time-based work changed something, or the snapshot is not the one
+ * the last committed cycle planned from (up to the clock, which the
+ * plans' maximum age covers). Without kept state: always.
+ */
+static bool plan_moves(struct scheduler_keep *k, const struct sched_snapshot *s,
+		       const struct store_sched_decisions *d, int started, int changed)
+{
+	uint64_t fp;
+	bool moved;
+
+	if (!k)
+		return true;
+	fp = plan_snapshot_fingerprint(s);
+	moved = started || changed || d->nstarts || d->npending || d->npreempt || d->nfail_runs || d->nfail_jobs ||
+		d->nshrinks || !k->have_fingerprint || fp != k->fingerprint;
+	k->fingerprint = fp;
+	k->have_fingerprint = true;
+	return moved;
+}
+
 int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_opts *o,
 			struct store_sched_stats *st, bool *did_full, struct mu_error *err)
 {
 	struct store_sched_settings set;
 	struct store_sched_snap db = { 0 };
 	struct scheduler_snap snap = { 0 };
-	struct sched_decisions dec;
+	struct sched_decisions local;
+	struct sched_decisions *dec = o->keep ? &o->keep->dec : &local;
 	struct scheduler_decisions out = { 0 };
 	int down = 0, timeouts = 0, expired = 0, ended = 0, running = 0, started = 0;
 	double t0 = scheduler_now_ms(), t1, t2, t3;
 	int ret;
 
-	sched_decisions_init(&dec);
+	sched_decisions_init(&local);
 	memset(st, 0, sizeof(*st));
 	ret = store_sched_cycle_begin(c, epoch, err);
 	if (ret)
@@ -66,16 +124,23 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 	ret = scheduler_snap_build(&db, &snap, err);
 	if (ret)
 		goto out_rollback;
-	if (sched_cycle(&snap.core, &dec)) {
-		ret = mu_error_set(err, MU_EINTERNAL, "", "policy core refused the snapshot: %s", dec.error);
+	if (o->keep)
+		snap.core.delta = keep_hint(o->keep, epoch, &snap.core);
+	if (sched_cycle(&snap.core, dec)) {
+		ret = mu_error_set(err, MU_EINTERNAL, "", "policy core refused the snapshot: %s", dec->error);
+		if (o->keep)
+			plan_delta_reset(o->keep->delta);
 		goto out_rollback;
 	}
-	scheduler_decisions_from_core(&snap, &dec, &out);
+	scheduler_decisions_from_core(&snap, dec, &out);
 	if (out.dropped)
 		mu_err("epoch=%" PRId64 " policy core granted %zu starts short of GPUs; not written", epoch,
 		       out.dropped);
 	t3 = scheduler_now_ms();
 	ret = store_sched_apply(c, epoch, &out.db, &started, err);
+	/* the plan dry-runs answer from (service/plan) is this one now */
+	if (!ret && plan_moves(o->keep, &snap.core, &out.db, started, down + timeouts + expired + ended + running))
+		ret = store_plan_generation_bump(c, err);
 	if (ret)
 		goto out_rollback;
 
@@ -92,24 +157,30 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 		goto out_rollback;
 	ret = store_sched_cycle_commit(c, epoch, err);
 	st->cycle_ms = scheduler_now_ms() - t0;
-	if (ret)
+	if (ret) {
+		if (o->keep)
+			o->keep->have_fingerprint = false;
 		goto out;
+	}
 	enum mu_log_level lv = started || ended || down || timeouts || expired || out.db.npreempt ||
 					       out.db.nfail_jobs || out.db.nshrinks || st->cycle_ms > 250
 				       ? MU_LOG_INFO
 				       : MU_LOG_DEBUG;
 	mu_log(lv, "epoch=%" PRId64 " cycle: started=%d ended=%d preempted=%zu node_fail=%zu shrunk=%zu"
 			" timeouts=%d stop_expired=%d nodes_down=%d failed=%zu pending=%d running=%d"
-			" reasons=%zu load_ms=%.1f core_ms=%.1f write_ms=%.1f total_ms=%.1f",
+			" reasons=%zu load_ms=%.1f core_ms=%.1f write_ms=%.1f total_ms=%.1f hint=%s",
 			epoch, started, ended, out.db.npreempt, out.db.nfail_runs, out.db.nshrinks, timeouts,
 			expired, down, out.db.nfail_jobs,
-			st->pending, st->running, out.db.npending, st->load_ms, t3 - t2, st->commit_ms, st->cycle_ms);
+			st->pending, st->running, out.db.npending, st->load_ms, t3 - t2, st->commit_ms, st->cycle_ms,
+			snap.core.delta ? "yes" : "no");
 	goto out;
 out_rollback:
 	store_sched_cycle_rollback(c);
+	if (o->keep)
+		o->keep->have_fingerprint = false; /* the next cycle bumps: nothing here was committed */
 out:
 	scheduler_decisions_release(&out);
-	sched_decisions_release(&dec);
+	sched_decisions_release(&local);
 	scheduler_snap_release(&snap);
 	store_sched_snap_release(&db);
 	return ret;

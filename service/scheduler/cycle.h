@@ -13,7 +13,32 @@
 
 #include "db.h"
 #include "error.h"
+#include "delta.h"
+#include "sched.h"
 #include "store_sched.h"
+
+/*
+ * What a leader keeps from one cycle to the next: the core's decisions
+ * object (its view of the cluster lives in it) and the comparison copy of
+ * the last snapshot (plan/delta.h), so that each cycle passes the core
+ * what changed (sched_snapshot.delta) instead of having it rebuild its view.
+ * The core's decisions are exactly those of a rebuild (unit.plan.delta).
+ * A full rebuild happens on the first cycle of a leadership term (another
+ * epoch), after a failed cycle, and at least every rebuild_every_ms.
+ * Owned by the caller: scheduler_keep_init / scheduler_keep_release.
+ */
+struct scheduler_keep {
+	struct sched_decisions dec;
+	struct plan_delta *delta;
+	int64_t epoch;
+	double last_rebuild_ms;
+	long long rebuild_every_ms; /* <= 0: every cycle */
+	long long cycles, hinted;   /* cycles planned, and how many of them with a hint */
+	uint64_t fingerprint;       /* plan_snapshot_fingerprint of the last committed cycle */
+	bool have_fingerprint;
+};
+void scheduler_keep_init(struct scheduler_keep *k, long long rebuild_every_ms);
+void scheduler_keep_release(struct scheduler_keep *k);
 
 struct scheduler_cycle_opts {
 	int stop_margin_s; /* beyond the grace period before the scheduler ends a stop itself */
@@ -21,6 +46,7 @@ struct scheduler_cycle_opts {
 	                      time-based work changed something */
 	bool time_work;    /* false: skip the time-based work (a wake by submits only;
 	                      ticks do it at least every --tick) */
+	struct scheduler_keep *keep; /* NULL: the core rebuilds its view every cycle */
 };
 
 /*

@@ -41,6 +41,7 @@ static long long max_cycles;
 static long long max_stall_ms;
 static long long full_every_ms;
 static char *metrics_addr;
+static long long rebuild_every_ms;
 
 static const struct mu_opt opts[] = {
 	{ "db", "MUSTER_DATABASE_URL", MU_OPT_STR, "", "PostgreSQL URL (libpq URI or key=value)", &db_url },
@@ -48,6 +49,9 @@ static const struct mu_opt opts[] = {
 	  "cycle at least this often for time-based work (time limits, heartbeats)", &tick_ms },
 	{ "full-every", "MUSTER_SCHED_FULL_EVERY", MU_OPT_DURATION, "10s",
 	  "a full cycle (snapshot + policy core) at least this often even without events", &full_every_ms },
+	{ "rebuild-every", "MUSTER_SCHED_REBUILD_EVERY", MU_OPT_DURATION, "300s",
+	  "the policy core rebuilds its kept view of the cluster at least this often (0: every cycle)",
+	  &rebuild_every_ms },
 	{ "standby-poll", "MUSTER_SCHED_STANDBY_POLL", MU_OPT_DURATION, "200ms",
 	  "how often a standby checks the leader lock and lease", &poll_ms },
 	{ "stop-margin", "MUSTER_SCHED_STOP_MARGIN", MU_OPT_DURATION, "5s",
@@ -375,6 +379,9 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	struct scheduler_keep keep; /* the core's view between cycles; a new term rebuilds it */
+	scheduler_keep_init(&keep, rebuild_every_ms);
+	co.keep = &keep;
 	while (!stopping) {
 		PGconn *c = store_db_connect(db_url, holder, &err);
 		int64_t epoch = 0;
@@ -418,6 +425,7 @@ int main(int argc, char **argv)
 	pthread_join(hb, NULL);
 	sched_metrics_stop();
 	mu_info("%s: stopped", holder);
+	scheduler_keep_release(&keep);
 	mu_config_release(opts, sizeof(opts) / sizeof(opts[0]));
 	return 0;
 }

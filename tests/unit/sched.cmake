@@ -12,3 +12,7 @@ endforeach()
 add_executable(sched_topo_prop ${CMAKE_CURRENT_LIST_DIR}/sched/topo_prop.c)
 target_link_libraries(sched_topo_prop muster_sched)
 add_test(NAME unit.sched.topo_prop COMMAND sched_topo_prop 20000 12345)
+# The explainer (one plan, many probes) answers as sched_explain does.
+add_executable(sched_explainer_prop ${CMAKE_CURRENT_LIST_DIR}/sched/explainer_prop.c)
+target_link_libraries(sched_explainer_prop muster_sched)
+add_test(NAME unit.sched.explainer_prop COMMAND sched_explainer_prop 300 4242)

@@ -48,12 +48,17 @@ int scheduler_snap_node(const struct scheduler_snap *s, int64_t id);
 int scheduler_snap_level(const struct scheduler_snap *s, const char *name);
 
 /*
- * Parses a job's dependencies JSON ([{"type": "afterok", "job_id": 12}])
- * into `deps` (up to `cap`), resolving states from the snapshot. Returns the
- * count, or -1 when the text is not such an array.
+ * The one job mapper: a pending job's row (`dj`, with its typed edges
+ * `edges`, dj->dep_count of them) to the core's job `j`, for every pending
+ * job of the snapshot and for a dry-run's probe alike. Dependency states
+ * come from `states` (nstates, sorted by job id; a target not there is
+ * missing) into `deps` (room for dj->dep_count). Classes, tenants, users
+ * and topology levels resolve against `s`; an unknown tenant maps to the
+ * root, an unknown class to priority 0, preemptible.
  */
-int scheduler_parse_deps(const struct store_sched_snap *db, const char *json, struct sched_dep *deps,
-			 size_t cap);
+void scheduler_snap_job(const struct scheduler_snap *s, const struct store_sched_job *dj,
+			const struct store_sched_edge *edges, const struct store_sched_depstate *states,
+			size_t nstates, struct sched_dep *deps, struct sched_job *j);
 
 /*
  * Converts the core's decisions into database decisions. `out` and its

@@ -1,7 +1,6 @@
 /* snapshot.c - database snapshot <-> policy core. See snapshot.h. */
 #include "snapshot.h"
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,14 +87,15 @@ int scheduler_snap_level(const struct scheduler_snap *s, const char *name)
 	return -1;
 }
 
-static const struct store_sched_depstate *dep_lookup(const struct store_sched_snap *db, int64_t id)
+static const struct store_sched_depstate *dep_lookup(const struct store_sched_depstate *st, size_t n,
+						       int64_t id)
 {
-	size_t lo = 0, hi = db->ndeps;
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if (db->deps[mid].job_id == id)
-			return &db->deps[mid];
-		if (db->deps[mid].job_id < id)
+		if (st[mid].job_id == id)
+			return &st[mid];
+		if (st[mid].job_id < id)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -103,48 +103,24 @@ static const struct store_sched_depstate *dep_lookup(const struct store_sched_sn
 	return NULL;
 }
 
-int scheduler_parse_deps(const struct store_sched_snap *db, const char *text, struct sched_dep *deps,
-			 size_t cap)
+static struct sched_dep dep_of(const struct store_sched_edge *e, const struct store_sched_depstate *states,
+			       size_t nstates)
 {
-	json_t *root, *it;
-	size_t i;
-	int n = 0;
+	const struct store_sched_depstate *st = dep_lookup(states, nstates, e->target);
+	struct sched_dep d = { .job_id = e->target };
 
-	if (!text || !*text || !strcmp(text, "[]"))
-		return 0;
-	root = json_loads(text, 0, NULL);
-	if (!json_is_array(root)) {
-		json_decref(root);
-		return -1;
-	}
-	json_array_foreach(root, i, it) {
-		const char *type = json_string_value(json_object_get(it, "type"));
-		json_int_t id = json_integer_value(json_object_get(it, "job_id"));
-		const struct store_sched_depstate *st;
-		struct sched_dep d = { .job_id = id };
-
-		if ((size_t)n >= cap)
-			break;
-		if (type && !strcmp(type, "afterany"))
-			d.type = SCHED_DEP_AFTERANY;
-		else if (type && !strcmp(type, "afternotok"))
-			d.type = SCHED_DEP_AFTERNOTOK;
-		else
-			d.type = SCHED_DEP_AFTEROK;
-		st = dep_lookup(db, id);
-		if (!st)
-			d.state = SCHED_DEP_MISSING;
-		else if (!strcmp(st->state, "PENDING") || !strcmp(st->state, "STARTING") ||
-			 !strcmp(st->state, "RUNNING"))
-			d.state = SCHED_DEP_ACTIVE;
-		else if (!strcmp(st->state, "COMPLETED") && st->exit_code <= 0)
-			d.state = SCHED_DEP_OK;
-		else
-			d.state = SCHED_DEP_NOTOK;
-		deps[n++] = d;
-	}
-	json_decref(root);
-	return n;
+	d.type = e->type == STORE_SCHED_AFTERANY      ? SCHED_DEP_AFTERANY
+		 : e->type == STORE_SCHED_AFTERNOTOK ? SCHED_DEP_AFTERNOTOK
+						     : SCHED_DEP_AFTEROK;
+	if (!st || !st->state[0])
+		d.state = SCHED_DEP_MISSING;
+	else if (!strcmp(st->state, "PENDING") || !strcmp(st->state, "STARTING") || !strcmp(st->state, "RUNNING"))
+		d.state = SCHED_DEP_ACTIVE;
+	else if (!strcmp(st->state, "COMPLETED") && st->exit_code <= 0)
+		d.state = SCHED_DEP_OK;
+	else
+		d.state = SCHED_DEP_NOTOK;
+	return d;
 }
 
 struct pkey {
@@ -417,43 +393,47 @@ int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_sna
 	c->runs = s->runs;
 
 	/* pending jobs */
-	for (size_t i = 0; i < db->njobs; i++)
-		if (strcmp(db->jobs[i].dependencies, "[]"))
-			ndeps += 100; /* the API caps dependencies at 100 per job */
-	s->deps = mu_calloc(ndeps + 1, sizeof(*s->deps));
+	s->deps = mu_calloc(db->nedges + 1, sizeof(*s->deps));
 	s->jobs = mu_calloc(db->njobs + 1, sizeof(*s->jobs));
-	ndeps = 0;
 	for (size_t i = 0; i < db->njobs; i++) {
 		const struct store_sched_job *dj = &db->jobs[i];
-		const struct store_sched_class *cl = class_of(db, dj->priority_class_id);
-		struct sched_job *j = &s->jobs[i];
-		int t = lookup(p->tenants, db->ntenants, dj->tenant_id);
-		int nd;
-
-		j->id = dj->id;
-		j->tenant = t < 0 ? 0 : t;
-		j->user = scheduler_snap_user(s, j->tenant, dj->user);
-		j->priority = cl ? cl->priority : 0;
-		j->preemptible = cl ? cl->preemptible : true;
-		j->submit = dj->created_at;
-		j->nodes = dj->nodes;
-		j->min_nodes = dj->min_nodes < dj->nodes ? dj->min_nodes : 0;
-		j->gpus_per_node = dj->gpus_per_node;
-		j->gpu_model = dj->gpu_model;
-		j->topo_required = scheduler_snap_level(s, dj->topology_required);
-		j->topo_preferred = scheduler_snap_level(s, dj->topology_preferred);
-		j->time_limit = dj->time_limit;
-		nd = scheduler_parse_deps(db, dj->dependencies, &s->deps[ndeps], 100);
-		if (nd > 0) {
-			j->deps = &s->deps[ndeps];
-			j->ndeps = (size_t)nd;
-			ndeps += (size_t)nd;
-		}
+		scheduler_snap_job(s, dj, &db->edges[dj->dep_first], db->deps, db->ndeps, &s->deps[ndeps],
+				   &s->jobs[i]);
+		ndeps += dj->dep_count;
 	}
 	c->njobs = db->njobs;
 	c->jobs = s->jobs;
 out:
 	return ret;
+}
+
+void scheduler_snap_job(const struct scheduler_snap *s, const struct store_sched_job *dj,
+			const struct store_sched_edge *edges, const struct store_sched_depstate *states,
+			size_t nstates, struct sched_dep *deps, struct sched_job *j)
+{
+	const struct store_sched_class *cl = class_of(s->db, dj->priority_class_id);
+	int t = scheduler_snap_tenant(s, dj->tenant_id);
+
+	memset(j, 0, sizeof(*j));
+	j->id = dj->id;
+	j->tenant = t < 0 ? 0 : t;
+	j->user = scheduler_snap_user(s, j->tenant, dj->user);
+	j->priority = cl ? cl->priority : 0;
+	j->preemptible = cl ? cl->preemptible : true;
+	j->submit = dj->created_at;
+	j->nodes = dj->nodes;
+	j->min_nodes = dj->min_nodes > 0 && dj->min_nodes < dj->nodes ? dj->min_nodes : 0;
+	j->gpus_per_node = dj->gpus_per_node;
+	j->gpu_model = dj->gpu_model;
+	j->topo_required = scheduler_snap_level(s, dj->topology_required);
+	j->topo_preferred = scheduler_snap_level(s, dj->topology_preferred);
+	j->time_limit = dj->time_limit;
+	for (size_t k = 0; k < dj->dep_count; k++)
+		deps[k] = dep_of(&edges[k], states, nstates);
+	if (dj->dep_count) {
+		j->deps = deps;
+		j->ndeps = dj->dep_count;
+	}
 }
 
 void scheduler_snap_release(struct scheduler_snap *s)
