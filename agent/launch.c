@@ -507,6 +507,10 @@ static void keeper(const struct ag_spec *s, struct ag_run *r, const struct ag_no
 		const char *wd = s->workdir && *s->workdir ? s->workdir : id->home;
 		if (chdir(wd) != 0)
 			child_fail("bad_workdir", "workdir", wd, errno);
+		/* the command is looked up on the job's PATH, not the agent's
+		 * (execvpe searches the caller's): this child is about to exec */
+		extern char **environ;
+		environ = env;
 		execvpe(argv[0], argv, env);
 		dprintf(2, "muster-agent: exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
