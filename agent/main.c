@@ -264,8 +264,19 @@ static void restart_run(struct agent *a, struct ag_run *r)
 	struct ag_spec *sp = r->restart;
 	int rc;
 
+	double deadline = r->deadline, signal_at = r->signal_at;
+	int64_t deadline_epoch = r->deadline_epoch;
+	bool signal_sent = r->signal_sent;
+
 	r->restart = NULL;
 	rc = ag_run_start(r, sp, &a->node);
+	/* the time limit is the run's, not the restart's */
+	if (rc == 0 && deadline > 0) {
+		r->deadline = deadline;
+		r->deadline_epoch = deadline_epoch;
+		r->signal_at = signal_at;
+		r->signal_sent = signal_sent;
+	}
 	ag_spec_free(sp);
 	mu_free(sp);
 	a->dirty = true;

@@ -4,3 +4,10 @@ add_executable(test_launch ${CMAKE_CURRENT_LIST_DIR}/common/test_launch.c)
 target_link_libraries(test_launch muster_common PkgConfig::CMOCKA)
 add_test(NAME unit.launch COMMAND test_launch)
 set_tests_properties(unit.launch PROPERTIES TIMEOUT 30 LABELS agent)
+
+# The agent's launch contract for the frameworks (PET_*, Slurm's names and
+# formats, launcher modes, restart renumbering).
+add_executable(test_agent_launch ${CMAKE_CURRENT_LIST_DIR}/agent/test_agent_launch.c)
+target_link_libraries(test_agent_launch muster_agent_core PkgConfig::CMOCKA)
+add_test(NAME unit.agent.launch COMMAND test_agent_launch)
+set_tests_properties(unit.agent.launch PROPERTIES TIMEOUT 30 LABELS agent)
