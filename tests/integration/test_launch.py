@@ -346,6 +346,31 @@ def test_bad_launch_fields(c):
         check(field in json.dumps(r), "the problem names %s" % field, r)
 
 
+def test_grpc_launch_fields(c):
+    setup(c)
+    import grpc
+    from test_grpc_common import channel, load, md
+    pb = load()
+    J = pb["jobs"]
+    stub = pb["jobs_grpc"].JobServiceStub(channel(c))
+    spec = J.JobSpec(nodes=2, gpus_per_node=1, command=["t.py"], launcher="accelerate", on_shrink="keep",
+                     signal=J.JobSignal(name="SIGUSR2", batch_only=True), time_limit="1",
+                     env={"PATH": S["stubs"] + ":/usr/bin:/bin", "OUT": S["out"]})
+    r = stub.Submit(J.SubmitJobRequest(job=spec), metadata=md(S["user"]), timeout=10)
+    check_eq((r.job.launcher, r.job.on_shrink, r.job.signal.name, r.job.signal.before, r.job.signal.batch_only),
+             ("accelerate", "keep", "USR2", 60, True), "gRPC submit")
+    g = stub.Get(J.GetJobRequest(job_id=r.job.id), metadata=md(S["user"]), timeout=10)
+    check_eq(list(g.launch_argv)[:3], ["accelerate", "launch", "--multi_gpu"], "Job.launch_argv", g.launch_argv)
+    try:
+        stub.Submit(J.SubmitJobRequest(job=J.JobSpec(nodes=1, command=["x"], launcher="srun")),
+                    metadata=md(S["user"]), timeout=10)
+        check(False, "a bad launcher was accepted")
+    except grpc.RpcError as e:
+        check_eq(e.code(), grpc.StatusCode.INVALID_ARGUMENT, e.details())
+        check("launcher" in e.details(), e.details())
+    stub.Cancel(J.CancelJobRequest(job_id=r.job.id), metadata=md(S["user"]), timeout=10)
+
+
 SIG_SH = ("trap 'date +%s.%N > $OUT/$T.usr1' USR1; sleep 1000 & echo $! > $OUT/$T.child; "
           "date +%s.%N > $OUT/$T.start; while :; do sleep 0.05; done")
 
