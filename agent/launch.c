@@ -507,6 +507,12 @@ static void keeper(const struct ag_spec *s, struct ag_run *r, const struct ag_no
 		const char *wd = s->workdir && *s->workdir ? s->workdir : id->home;
 		if (chdir(wd) != 0)
 			child_fail("bad_workdir", "workdir", wd, errno);
+		/* A launcher would die of the pre-timeout signal (torchrun,
+		 * deepspeed and accelerate leave USR1 at its default): it
+		 * ignores it, and so do its workers unless they install a
+		 * handler (Lightning does for USR1). */
+		if (s->launcher && s->signal > 0 && s->signal != SIGKILL && s->signal != SIGSTOP)
+			signal(s->signal, SIG_IGN);
 		/* the command is looked up on the job's PATH, not the agent's
 		 * (execvpe searches the caller's): this child is about to exec */
 		extern char **environ;

@@ -18,7 +18,8 @@ gloo on CPU).
   is DeepSpeed's/OpenMPI's "host slots=N" with no host twice;
 - GET /v1/jobs/{id} and `muster show` give the composed line;
 - signal {"name": "USR1", "before": 6}: it arrives 6 s ahead of the time
-  limit, within a second; batch_only spares the children.
+  limit, within a second; batch_only spares the children; under a
+  launcher the launcher survives it and its worker's handler gets it.
 
 Debian 12's torch 1.13 crashes in torchrun with --redirects/--tee 0 (its
 Std.from_str returns None): the jobs set PET_REDIRECTS=1 PET_TEE=1."""
@@ -375,9 +376,31 @@ SIG_SH = ("trap 'date +%s.%N > $OUT/$T.usr1' USR1; sleep 1000 & echo $! > $OUT/$
           "date +%s.%N > $OUT/$T.start; while :; do sleep 0.05; done")
 
 
+LAUNCHER_SIG = """#!/bin/sh
+# a launcher stand-in that keeps a worker with a USR1 handler (as Lightning's)
+/usr/bin/python3 -c '
+import os, signal, time
+o = os.environ["OUT"]
+signal.signal(signal.SIGUSR1, lambda *a: open(o + "/sigl.usr1", "w").write(str(time.time())))
+while True:
+    time.sleep(0.05)
+' &
+echo $$ > $OUT/sigl.launcher
+wait
+"""
+
+
 def test_signal_before_time_limit(c):
     setup(c)
+    sig = os.path.join(c.dir, "sigstubs")
+    os.makedirs(sig, exist_ok=True)
+    with open(os.path.join(sig, "deepspeed"), "w") as f:
+        f.write(LAUNCHER_SIG)
+    os.chmod(os.path.join(sig, "deepspeed"), 0o755)
     jobs = {}
+    jobs["sigl"] = submit(c, {"nodes": 1, "gpus_per_node": 1, "time_limit": "0:12", "launcher": "deepspeed",
+                              "signal": {"name": "USR1", "before": 6}, "command": ["w.py"],
+                              "env": {"OUT": S["out"], "PATH": sig + ":/usr/bin:/bin"}})
     for t, batch in (("sig", False), ("sigb", True)):
         jobs[t] = submit(c, {"nodes": 1, "gpus_per_node": 0, "time_limit": "0:12",
                              "signal": {"name": "USR1", "before": 6, "batch_only": batch},
@@ -386,6 +409,9 @@ def test_signal_before_time_limit(c):
     check_eq(j["signal"], {"name": "USR1", "before": 6, "batch_only": True})
     for t in jobs:
         c.wait_until(lambda: os.path.exists(os.path.join(S["out"], t + ".usr1")), 20, "%s: USR1 came" % t)
+    launcher = int(open(os.path.join(S["out"], "sigl.launcher")).read())
+    check(os.path.exists("/proc/%d" % launcher), "the launcher ignored USR1; its worker handled it")
+    S["sigl"] = jobs.pop("sigl")
     for t in jobs:
         start = float(open(os.path.join(S["out"], t + ".start")).read())
         got = float(open(os.path.join(S["out"], t + ".usr1")).read())
@@ -397,9 +423,12 @@ def test_signal_before_time_limit(c):
     st = open("/proc/%d/stat" % child["sig"]).read().rsplit(")", 1)[1].split()[0] \
         if os.path.exists("/proc/%d" % child["sig"]) else "gone"
     check(st in ("gone", "Z"), "the whole run got it: the child ended", st)
+    jobs["sigl"] = S["sigl"]
     for t in jobs:
-        c.wait_until(lambda: c.sql_value("SELECT state FROM jobs WHERE id = $1", jobs[t]) == "TIMEOUT",
-                     30, "%s times out" % t)
+        # ends at its limit: TIMEOUT, or FAILED when the agent's own backstop
+        # (the same limit, from its start) TERMs it before the scheduler does
+        c.wait_until(lambda: c.sql_value("SELECT state FROM jobs WHERE id = $1", jobs[t])
+                     in ("TIMEOUT", "FAILED"), 30, "%s ends at its time limit" % t)
 
 
 def test_zz_cleanup(c):
