@@ -377,6 +377,10 @@ static void on_desired(struct agent *a, const Muster__V1__DesiredState *ds)
 			listed = want[j].run_id == r->run_id;
 		if (r->state == AG_RUN_DONE && !listed && now - r->ended > DONE_KEEP_S) {
 			a->dirty = true;
+			if (r->restart) { /* a restart nobody wants any more */
+				ag_spec_free(r->restart);
+				mu_free(r->restart);
+			}
 			continue;
 		}
 		a->runs[k++] = *r;
@@ -519,6 +523,8 @@ static void send_register(struct agent *a)
 	m.register_ = &reg;
 	for (int i = 0; i < a->nruns; i++)
 		a->runs[i].told_running = a->runs[i].told_exit = false; /* a new stream */
+	for (int i = 0; i < a->nruns; i++)
+		a->runs[i].told_exit = a->runs[i].hold_until > 0; /* a held exit stays held */
 	ag_stream_open(a->stream, &m);
 	mu_free(lab);
 	mu_free(live);
