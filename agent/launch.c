@@ -183,6 +183,13 @@ static void launch_env_frameworks(struct envb *b, const struct ag_spec *s, int l
 	mu_hostlist_tasks_per_node(tasks, (size_t)nnodes, &tpn);
 	if (!name && s->argv && s->argv[0]) /* Slurm's default: the command's name */
 		name = strrchr(s->argv[0], '/') ? strrchr(s->argv[0], '/') + 1 : s->argv[0];
+	/* ... but a default is never a name that Lightning takes for an
+	 * interactive session ("bash"): the script's name, as sbatch gives */
+	if (name && !(s->job_name && *s->job_name) &&
+	    (!strcmp(name, "bash") || !strcmp(name, "interactive")))
+		name = s->argv[1] && s->argv[1][0] != '-'
+			       ? (strrchr(s->argv[1], '/') ? strrchr(s->argv[1], '/') + 1 : s->argv[1])
+			       : "muster";
 
 	env_int(b, "PET_NNODES", nnodes);
 	env_int(b, "PET_NODE_RANK", s->node_rank);

@@ -92,6 +92,22 @@ static void slurm_names_without_launcher(void **state)
 	assert_string_equal(env_get(env, "PET_NPROC_PER_NODE"), "1"); /* 2 GPUs / 2 processes */
 	assert_string_equal(env_get(env, "MUSTER_RESTART_COUNT"), "0");
 	ag_env_free(env);
+	/* a default name is never Lightning's "interactive" one */
+	mu_free(s.argv[0]);
+	s.argv[0] = mu_strdup("/bin/bash");
+	env = ag_launch_env(&s, 1, "/hf", base, NULL);
+	assert_string_equal(env_get(env, "SLURM_JOB_NAME"), "muster"); /* argv[1] is an option */
+	ag_env_free(env);
+	mu_free(s.argv[1]);
+	s.argv[1] = mu_strdup("/home/u/run.sh");
+	env = ag_launch_env(&s, 1, "/hf", base, NULL);
+	assert_string_equal(env_get(env, "SLURM_JOB_NAME"), "run.sh");
+	ag_env_free(env);
+	mu_free(s.job_name);
+	s.job_name = mu_strdup("bash"); /* the user's own choice stands */
+	env = ag_launch_env(&s, 1, "/hf", base, NULL);
+	assert_string_equal(env_get(env, "SLURM_JOB_NAME"), "bash");
+	ag_env_free(env);
 	ag_spec_free(&s);
 }
 
