@@ -145,7 +145,6 @@ static bool status_msg(struct agent *a, const struct ag_run *r, int64_t run_id,
 	return true;
 }
 
-/* DesiredRun -> ag_spec (new strings; ag_spec_free). */
 /* The launcher, restart and signal fields (an unknown launcher or signal
  * from a newer server is none: the command runs as given). */
 static void spec_from_launch(struct ag_spec *s, const Muster__V1__DesiredRun *d)
@@ -170,6 +169,7 @@ static void spec_from_launch(struct ag_spec *s, const Muster__V1__DesiredRun *d)
 		mu_warn("run=%" PRId64 " node %s is not in its gang", d->run_id, node_name);
 }
 
+/* DesiredRun -> ag_spec (new strings; ag_spec_free). */
 static void spec_from(struct ag_spec *s, const Muster__V1__DesiredRun *d)
 {
 	memset(s, 0, sizeof(*s));
@@ -214,7 +214,6 @@ static void spec_from(struct ag_spec *s, const Muster__V1__DesiredRun *d)
 }
 
 /* Rewrites a live run's hostfile when its gang changed (elastic shrink). */
-static void sync_gang(struct ag_run *r, const Muster__V1__DesiredRun *d);
 static void sync_gang(struct ag_run *r, const Muster__V1__DesiredRun *d)
 {
 	struct ag_gang_node *g = mu_calloc(d->n_nodes + 1, sizeof(*g));
@@ -258,15 +257,23 @@ static void restart_check(struct agent *a, struct ag_run *r, const Muster__V1__D
 	a->dirty = true;
 }
 
+static void drop_restart(struct ag_run *r)
+{
+	if (!r || !r->restart)
+		return;
+	ag_spec_free(r->restart);
+	mu_free(r->restart);
+	r->restart = NULL;
+}
+
 /* Starts a stopped run again from its restart spec. */
 static void restart_run(struct agent *a, struct ag_run *r)
 {
 	struct ag_spec *sp = r->restart;
-	int rc;
-
 	double deadline = r->deadline, signal_at = r->signal_at;
 	int64_t deadline_epoch = r->deadline_epoch;
 	bool signal_sent = r->signal_sent;
+	int rc;
 
 	r->restart = NULL;
 	rc = ag_run_start(r, sp, &a->node);
@@ -331,11 +338,13 @@ static void on_desired(struct agent *a, const Muster__V1__DesiredState *ds)
 			break;
 		}
 		case AG_ACT_STOP:
+			drop_restart(r); /* a stop order wins over a pending restart */
 			ag_run_stop(r, d->grace_period_s > 0 ? d->grace_period_s : (int)default_grace_s,
 				    d->stop_reason[0] ? d->stop_reason : "stop ordered");
 			a->dirty = true;
 			break;
 		case AG_ACT_KILL:
+			drop_restart(r);
 			ag_run_stop(r, -1, "not in the desired state");
 			a->dirty = true;
 			break;
@@ -377,10 +386,7 @@ static void on_desired(struct agent *a, const Muster__V1__DesiredState *ds)
 			listed = want[j].run_id == r->run_id;
 		if (r->state == AG_RUN_DONE && !listed && now - r->ended > DONE_KEEP_S) {
 			a->dirty = true;
-			if (r->restart) { /* a restart nobody wants any more */
-				ag_spec_free(r->restart);
-				mu_free(r->restart);
-			}
+			drop_restart(r); /* a restart nobody wants any more */
 			continue;
 		}
 		a->runs[k++] = *r;
