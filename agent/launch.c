@@ -378,8 +378,15 @@ static char *hostfile_text(const struct ag_spec *s, size_t *len)
 	text[0] = '\0';
 	for (int i = 0; i < s->nnodes; i++) {
 		const struct ag_gang_node *g = &s->nodes[i];
-		n += (size_t)snprintf(text + n, cap - n, "%s slots=%d\n",
-				      g->address && *g->address ? g->address : g->name, g->gpus);
+		const char *host = g->address && *g->address ? g->address : g->name;
+		/* DeepSpeed refuses a host twice: nodes that share an address
+		 * (a one-address test setup) are written by their unique names */
+		for (int k = 0; k < i && host != g->name; k++) {
+			const struct ag_gang_node *o = &s->nodes[k];
+			if (strcmp(host, o->address && *o->address ? o->address : o->name) == 0)
+				host = g->name;
+		}
+		n += (size_t)snprintf(text + n, cap - n, "%s slots=%d\n", host, g->gpus);
 	}
 	*len = n;
 	return text;

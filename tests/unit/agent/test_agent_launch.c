@@ -7,7 +7,9 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "alloc.h"
@@ -169,12 +171,34 @@ static void restart_renumbers(void **state)
 	ag_spec_free(&s);
 }
 
+static void hostfile_no_host_twice(void **state)
+{
+	struct ag_spec s;
+	char path[] = "/tmp/mu-hf-XXXXXX", buf[256];
+	(void)state;
+	spec(&s, 0, 1);
+	mu_free(s.nodes[2].address);
+	s.nodes[2].address = mu_strdup("10.0.0.1"); /* shares rank 0's address */
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(ag_write_hostfile(&s, path), 0);
+	FILE *f = fopen(path, "r");
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	assert_string_equal(buf, "10.0.0.1 slots=2\n10.0.0.2 slots=2\ngpu-3 slots=2\n10.0.0.4 slots=2\n");
+	unlink(path);
+	ag_spec_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(slurm_names_without_launcher),
 		cmocka_unit_test(launcher_drops_per_task_names),
 		cmocka_unit_test(restart_renumbers),
+		cmocka_unit_test(hostfile_no_host_twice),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
