@@ -204,6 +204,14 @@ struct ag_spec {
 	int grace_period_s;
 	int64_t mem_per_node;  /* bytes, 0 = no limit */
 	int cpus_per_node;     /* 0 = no limit */
+	/* launchers, shrink restarts, the pre-timeout signal (docs/agent.md) */
+	int launcher;          /* enum mu_launcher: one launcher process per node */
+	int min_nodes;         /* elastic: the fewest nodes, 0 = rigid */
+	int restart_count;     /* restarts after a shrink so far (MUSTER_RESTART_COUNT) */
+	bool restart_on_shrink; /* on_shrink restart: a shrunk gang restarts its processes */
+	int signal;            /* sent signal_before_s ahead of the time limit, 0 = none */
+	int signal_before_s;
+	bool signal_batch_only; /* only the processes the agent started, not their children */
 };
 
 void ag_spec_free(struct ag_spec *s);
@@ -216,6 +224,18 @@ void ag_spec_free(struct ag_spec *s);
 char **ag_launch_env(const struct ag_spec *s, int local_rank, const char *hostfile,
 		     char *const *base, const struct ag_ident *id);
 void ag_env_free(char **env);
+/* Processes a launcher starts on this node: the GPUs granted, or
+ * procs_per_node on a node without GPUs (at least 1). */
+int ag_launch_nproc(const struct ag_spec *s);
+/* The argv the node runs (new, mu_launcher_argv_free): the user's command,
+ * or with s->launcher the launch line composed for this node (launcher.h). */
+char **ag_launch_argv(const struct ag_spec *s, const char *hostfile);
+/* After a shrink (on_shrink restart): the spec of the restart on the kept
+ * nodes. The node ranks become the order of s->nodes (0..k-1), this node's
+ * rank its place there by `node_name`, MASTER_ADDR the new rank-0 node's
+ * address, MASTER_PORT a fresh one (the launch port + restart_count).
+ * MU_ENOTFOUND when `node_name` is not in the gang. */
+int ag_spec_renumber(struct ag_spec *s, const char *node_name);
 /* Writes the gang hostfile ("<address or name> slots=<gpus>" per node, rank
  * order) to `path` atomically. */
 int ag_write_hostfile(const struct ag_spec *s, const char *path);
@@ -252,6 +272,16 @@ struct ag_run {
 	bool told_running;        /* reported RUNNING on the current stream */
 	bool told_exit;           /* reported EXITED on the current stream */
 	bool adopted;             /* found again after an agent restart */
+	/* the pre-timeout signal (not kept across an agent restart) */
+	int signal;
+	bool signal_batch_only;
+	bool signal_sent;
+	double signal_at;         /* monotonic seconds, 0 = none */
+	/* on_shrink restart */
+	bool restart_on_shrink;   /* elastic and on_shrink restart */
+	int restart_count;        /* the restarts this run's processes have had */
+	struct ag_spec *restart;  /* new: the spec to start once the processes ended */
+	double hold_until;        /* an exit held back (a shrink may follow), 0 = none */
 };
 
 double ag_now(void);

@@ -26,6 +26,9 @@
 
 #include "agent.h"
 #include "alloc.h"
+#include "buf.h"
+#include "hostlist.h"
+#include "launcher.h"
 #include "log.h"
 
 double ag_now(void)
@@ -132,6 +135,102 @@ static void env_int(struct envb *b, const char *name, long long v)
 	env_set(b, name, num);
 }
 
+static void env_unset(struct envb *b, const char *name)
+{
+	size_t nl = strlen(name);
+
+	for (size_t i = 0; i < b->n; i++) {
+		if (strncmp(b->v[i], name, nl) == 0 && b->v[i][nl] == '=') {
+			mu_free(b->v[i]);
+			memmove(&b->v[i], &b->v[i + 1], (b->n - i) * sizeof(char *));
+			b->n--;
+			return;
+		}
+	}
+}
+
+int ag_launch_nproc(const struct ag_spec *s)
+{
+	if (s->ngpu_indices > 0)
+		return s->ngpu_indices;
+	return s->procs_per_node > 0 ? s->procs_per_node : 1;
+}
+
+/* torchrun's PET_* defaults and the Slurm names of a Slurm job, in Slurm's
+ * formats (what Lightning, DeepSpeed and accelerate read). Under a launcher
+ * the per-task names are left out: the launcher's workers are the tasks,
+ * and a framework that saw SLURM_NTASKS would take muster's one process per
+ * node for them (Lightning picks its SLURM environment first). */
+static void launch_env_frameworks(struct envb *b, const struct ag_spec *s, int local_rank,
+				  long long rank, long long world, int ppn, const char *master,
+				  int port, const char *cuda)
+{
+	int nnodes = s->nnodes > 0 ? s->nnodes : 1;
+	struct mu_buf nl = MU_BUF_INIT, tpn = MU_BUF_INIT;
+	const char **names = mu_calloc((size_t)nnodes + 1, sizeof(char *));
+	int *tasks = mu_calloc((size_t)nnodes + 1, sizeof(int));
+	int nproc = s->launcher ? ag_launch_nproc(s) : (s->ngpu_indices / ppn > 0 ? s->ngpu_indices / ppn : 1);
+	long cpus = s->cpus_per_node > 0 ? s->cpus_per_node : sysconf(_SC_NPROCESSORS_ONLN);
+	const char *name = s->job_name && *s->job_name ? s->job_name : NULL;
+
+	for (int i = 0; i < s->nnodes; i++)
+		names[i] = s->nodes[i].name;
+	if (s->nnodes <= 0)
+		names[0] = "localhost";
+	for (int i = 0; i < nnodes; i++)
+		tasks[i] = s->launcher ? 1 : ppn;
+	mu_hostlist_compress(names, (size_t)nnodes, &nl);
+	mu_hostlist_tasks_per_node(tasks, (size_t)nnodes, &tpn);
+	if (!name && s->argv && s->argv[0]) /* Slurm's default: the command's name */
+		name = strrchr(s->argv[0], '/') ? strrchr(s->argv[0], '/') + 1 : s->argv[0];
+	/* ... but a default is never a name that Lightning takes for an
+	 * interactive session ("bash"): the script's name, as sbatch gives */
+	if (name && !(s->job_name && *s->job_name) &&
+	    (!strcmp(name, "bash") || !strcmp(name, "interactive")))
+		name = s->argv[1] && s->argv[1][0] != '-'
+			       ? (strrchr(s->argv[1], '/') ? strrchr(s->argv[1], '/') + 1 : s->argv[1])
+			       : "muster";
+
+	env_int(b, "PET_NNODES", nnodes);
+	env_int(b, "PET_NODE_RANK", s->node_rank);
+	env_set(b, "PET_MASTER_ADDR", master);
+	env_int(b, "PET_MASTER_PORT", port);
+	env_int(b, "PET_NPROC_PER_NODE", nproc);
+	env_int(b, "MUSTER_RESTART_COUNT", s->restart_count);
+
+	env_int(b, "SLURM_JOB_ID", s->job_id);
+	env_set(b, "SLURM_JOB_NAME", name ? name : "muster");
+	env_set(b, "SLURM_JOB_NODELIST", nl.p);
+	env_set(b, "SLURM_NODELIST", nl.p);
+	env_int(b, "SLURM_NNODES", nnodes);
+	env_int(b, "SLURM_JOB_NUM_NODES", nnodes);
+	env_int(b, "SLURM_NODEID", s->node_rank);
+	env_set(b, "SLURMD_NODENAME", s->node_rank >= 0 && s->node_rank < s->nnodes
+					      ? s->nodes[s->node_rank].name : names[0]);
+	env_int(b, "SLURM_NTASKS_PER_NODE", s->launcher ? 1 : ppn);
+	env_set(b, "SLURM_TASKS_PER_NODE", tpn.p);
+	env_int(b, "SLURM_GPUS_ON_NODE", s->ngpu_indices);
+	env_set(b, "SLURM_JOB_GPUS", cuda);
+	env_int(b, "SLURM_CPUS_ON_NODE", cpus > 0 ? cpus : 1);
+	if (s->workdir && *s->workdir)
+		env_set(b, "SLURM_SUBMIT_DIR", s->workdir);
+	if (s->launcher) {
+		env_unset(b, "SLURM_NTASKS");
+		env_unset(b, "SLURM_NPROCS");
+		env_unset(b, "SLURM_PROCID");
+		env_unset(b, "SLURM_LOCALID");
+	} else {
+		env_int(b, "SLURM_NTASKS", world);
+		env_int(b, "SLURM_NPROCS", world);
+		env_int(b, "SLURM_PROCID", rank);
+		env_int(b, "SLURM_LOCALID", local_rank);
+	}
+	mu_buf_release(&nl);
+	mu_buf_release(&tpn);
+	mu_free(tasks);
+	mu_free(names);
+}
+
 char **ag_launch_env(const struct ag_spec *s, int local_rank, const char *hostfile,
 		     char *const *base, const struct ag_ident *id)
 {
@@ -141,12 +240,14 @@ char **ag_launch_env(const struct ag_spec *s, int local_rank, const char *hostfi
 	for (char *const *e = base; e && *e; e++) {
 		if (strncmp(*e, "MUSTER_", 7) == 0)
 			continue; /* the agent's own config, its token above all */
+		if (strncmp(*e, "SLURM", 5) == 0 || strncmp(*e, "PET_", 4) == 0)
+			continue; /* the agent's own world (one started by Slurm), not the job's */
 		env_put(&b, *e);
 	}
 	for (char **e = s->env; e && *e; e++)
 		env_put(&b, *e);
 
-	int ppn = s->procs_per_node > 0 ? s->procs_per_node : 1;
+	int ppn = s->launcher ? 1 : s->procs_per_node > 0 ? s->procs_per_node : 1;
 	int nnodes = s->nnodes > 0 ? s->nnodes : 1;
 	long long world = (long long)nnodes * ppn;
 	long long rank = (long long)s->node_rank * ppn + local_rank;
@@ -155,15 +256,6 @@ char **ag_launch_env(const struct ag_spec *s, int local_rank, const char *hostfi
 	for (int i = 0; i < s->ngpu_indices && off + 8 < sizeof(cuda); i++)
 		off += (size_t)snprintf(cuda + off, sizeof(cuda) - off, "%s%d", i ? "," : "",
 					s->gpu_indices[i]);
-	size_t nl_cap = 1;
-	for (int i = 0; i < s->nnodes; i++)
-		nl_cap += strlen(s->nodes[i].name) + 1;
-	char *nodelist = mu_malloc(nl_cap);
-	nodelist[0] = '\0';
-	off = 0;
-	for (int i = 0; i < s->nnodes; i++)
-		off += (size_t)snprintf(nodelist + off, nl_cap - off, "%s%s", i ? "," : "",
-					s->nodes[i].name);
 	const char *master = s->master_addr && *s->master_addr ? s->master_addr
 			     : s->nnodes > 0 ? s->nodes[0].address : "127.0.0.1";
 	int port = s->master_port > 0 ? s->master_port : (int)(20000 + s->run_id % 10000);
@@ -181,13 +273,7 @@ char **ag_launch_env(const struct ag_spec *s, int local_rank, const char *hostfi
 	env_int(&b, "LOCAL_RANK", local_rank);
 	env_int(&b, "LOCAL_WORLD_SIZE", ppn);
 	env_set(&b, "CUDA_VISIBLE_DEVICES", cuda);
-	env_int(&b, "SLURM_JOB_ID", s->job_id);
-	env_set(&b, "SLURM_JOB_NODELIST", nodelist);
-	env_int(&b, "SLURM_NNODES", nnodes);
-	env_int(&b, "SLURM_NODEID", s->node_rank);
-	env_int(&b, "SLURM_PROCID", rank);
-	env_int(&b, "SLURM_LOCALID", local_rank);
-	env_int(&b, "SLURM_NTASKS", world);
+	launch_env_frameworks(&b, s, local_rank, rank, world, ppn, master, port, cuda);
 	if (hostfile)
 		env_set(&b, "MUSTER_HOSTFILE", hostfile);
 	if (id) {
@@ -201,8 +287,54 @@ char **ag_launch_env(const struct ag_spec *s, int local_rank, const char *hostfi
 		path = strncmp(b.v[i], "PATH=", 5) == 0;
 	if (!path)
 		env_set(&b, "PATH", "/usr/local/bin:/usr/bin:/bin");
-	mu_free(nodelist);
 	return b.v;
+}
+
+char **ag_launch_argv(const struct ag_spec *s, const char *hostfile)
+{
+	char rank[16], port[16], job[32];
+	const char *master = s->master_addr && *s->master_addr ? s->master_addr
+			     : s->nnodes > 0 ? s->nodes[0].address : "127.0.0.1";
+	struct mu_launch_params p = {
+		.launcher = (enum mu_launcher)s->launcher,
+		.nnodes = s->nnodes > 0 ? s->nnodes : 1,
+		.min_nodes = s->min_nodes,
+		.nproc_per_node = ag_launch_nproc(s),
+		.max_restarts = 3,
+		.node_rank = rank,
+		.master_addr = master,
+		.master_port = port,
+		.hostfile = hostfile ? hostfile : "",
+		.job_id = job,
+		.rdzv_host = s->node_rank == 0,
+	};
+
+	snprintf(rank, sizeof(rank), "%d", s->node_rank);
+	snprintf(port, sizeof(port), "%d",
+		 s->master_port > 0 ? s->master_port : (int)(20000 + s->run_id % 10000));
+	snprintf(job, sizeof(job), "%" PRId64, s->job_id);
+	return mu_launcher_argv(&p, s->argv);
+}
+
+int ag_spec_renumber(struct ag_spec *s, const char *node_name)
+{
+	int rank = -1;
+
+	for (int i = 0; i < s->nnodes && rank < 0; i++)
+		if (s->nodes[i].name && strcmp(s->nodes[i].name, node_name) == 0)
+			rank = i;
+	if (rank < 0)
+		return MU_ENOTFOUND;
+	s->node_rank = rank;
+	mu_free(s->master_addr);
+	s->master_addr = mu_strdup(s->nodes[0].address && *s->nodes[0].address ? s->nodes[0].address
+									      : s->nodes[0].name);
+	/* the old rendezvous may linger in TIME_WAIT or a dead master's peers */
+	int base = s->master_port > 0 ? s->master_port : (int)(20000 + s->run_id % 10000);
+	s->master_port = base + s->restart_count;
+	if (s->master_port > 65535)
+		s->master_port = 20000 + s->master_port % 10000;
+	return 0;
 }
 
 /* Writes `text` to path via a temp file, fsync and rename. */
@@ -246,8 +378,15 @@ static char *hostfile_text(const struct ag_spec *s, size_t *len)
 	text[0] = '\0';
 	for (int i = 0; i < s->nnodes; i++) {
 		const struct ag_gang_node *g = &s->nodes[i];
-		n += (size_t)snprintf(text + n, cap - n, "%s slots=%d\n",
-				      g->address && *g->address ? g->address : g->name, g->gpus);
+		const char *host = g->address && *g->address ? g->address : g->name;
+		/* DeepSpeed refuses a host twice: nodes that share an address
+		 * (a one-address test setup) are written by their unique names */
+		for (int k = 0; k < i && host != g->name; k++) {
+			const struct ag_gang_node *o = &s->nodes[k];
+			if (strcmp(host, o->address && *o->address ? o->address : o->name) == 0)
+				host = g->name;
+		}
+		n += (size_t)snprintf(text + n, cap - n, "%s slots=%d\n", host, g->gpus);
 	}
 	*len = n;
 	return text;
@@ -324,9 +463,9 @@ static void __attribute__((noreturn)) child_fail(const char *reason, const char 
  * keeper stays root (it writes the exit file where the job cannot); the
  * job's process drops to the account before it opens anything. */
 static void keeper(const struct ag_spec *s, struct ag_run *r, const struct ag_node *n,
-		   const struct ag_ident *id, int local, char **env, int start_fd)
+		   const struct ag_ident *id, int local, char **env, char **argv, int start_fd)
 {
-	char out[4200], err[4200], exitf[4200];
+	char out[4200], err[4200], exitf[4200], pidf[4200];
 	ag_token_wipe(); /* this fork's copy of the node credential */
 	snprintf(out, sizeof(out), "%s/proc%d.out", r->dir, local);
 	snprintf(err, sizeof(err), "%s/proc%d.err", r->dir, local);
@@ -382,8 +521,18 @@ static void keeper(const struct ag_spec *s, struct ag_run *r, const struct ag_no
 		const char *wd = s->workdir && *s->workdir ? s->workdir : id->home;
 		if (chdir(wd) != 0)
 			child_fail("bad_workdir", "workdir", wd, errno);
-		execvpe(s->argv[0], s->argv, env);
-		dprintf(2, "muster-agent: exec %s: %s\n", s->argv[0], strerror(errno));
+		/* A launcher would die of the pre-timeout signal (torchrun,
+		 * deepspeed and accelerate leave USR1 at its default): it
+		 * ignores it, and so do its workers unless they install a
+		 * handler (Lightning does for USR1). */
+		if (s->launcher && s->signal > 0 && s->signal != SIGKILL && s->signal != SIGSTOP)
+			signal(s->signal, SIG_IGN);
+		/* the command is looked up on the job's PATH, not the agent's
+		 * (execvpe searches the caller's): this child is about to exec */
+		extern char **environ;
+		environ = env;
+		execvpe(argv[0], argv, env);
+		dprintf(2, "muster-agent: exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
 	close(START_FD);
@@ -391,6 +540,14 @@ static void keeper(const struct ag_spec *s, struct ag_run *r, const struct ag_no
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
+	/* ... and the job's pre-timeout signal, which is for the job alone */
+	if (s->signal > 0 && s->signal != SIGKILL && s->signal != SIGSTOP)
+		signal(s->signal, SIG_IGN);
+	/* the process itself, for a signal to it alone (batch_only) */
+	char pidline[32];
+	snprintf(pidf, sizeof(pidf), "%s/pid.%d", r->dir, local);
+	int pl = snprintf(pidline, sizeof(pidline), "%d\n", (int)pid);
+	write_atomic(pidf, pidline, (size_t)pl);
 	int st = 0;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
@@ -456,11 +613,25 @@ static int wait_started(struct ag_run *r, int *fds, int nfds)
 	return rc;
 }
 
+/* The signal timer and restart policy of a run being started. */
+static void run_start_extras(struct ag_run *r, const struct ag_spec *s)
+{
+	r->restart_on_shrink = s->restart_on_shrink && s->min_nodes > 0;
+	r->restart_count = s->restart_count;
+	r->signal = s->signal;
+	r->signal_batch_only = s->signal_batch_only;
+	if (s->signal > 0 && s->time_limit_s > 0) {
+		double at = r->started + (double)s->time_limit_s - (double)s->signal_before_s;
+		r->signal_at = at > r->started ? at : r->started;
+	}
+}
+
 int ag_run_start(struct ag_run *r, const struct ag_spec *s, const struct ag_node *n)
 {
 	int rc = 0;
 	char hostfile[4200];
 	char **env = NULL;
+	char **argv = NULL;
 	struct ag_ident *id = mu_calloc(1, sizeof(*id));
 	struct ag_cg_limits *lim = mu_calloc(1, sizeof(*lim));
 	int fds[AG_MAX_PROCS];
@@ -476,7 +647,8 @@ int ag_run_start(struct ag_run *r, const struct ag_spec *s, const struct ag_node
 		r->deadline_epoch = (int64_t)time(NULL) + s->time_limit_s;
 	}
 	snprintf(r->dir, sizeof(r->dir), "%s/runs/%" PRId64, n->state_dir, s->run_id);
-	int ppn = s->procs_per_node > 0 ? s->procs_per_node : 1;
+	run_start_extras(r, s);
+	int ppn = s->launcher ? 1 : s->procs_per_node > 0 ? s->procs_per_node : 1;
 	if (ppn > AG_MAX_PROCS || !s->argv || !s->argv[0]) {
 		snprintf(r->message, sizeof(r->message), "%s",
 			 ppn > AG_MAX_PROCS ? "too many processes per node" : "empty command");
@@ -557,6 +729,7 @@ int ag_run_start(struct ag_run *r, const struct ag_spec *s, const struct ag_node
 		goto out;
 	}
 	extern char **environ;
+	argv = ag_launch_argv(s, hostfile);
 	r->nprocs = ppn;
 	for (int i = 0; i < ppn; i++) {
 		int pfd[2];
@@ -577,7 +750,7 @@ int ag_run_start(struct ag_run *r, const struct ag_spec *s, const struct ag_node
 		if (pid == 0) {
 			close(pfd[0]);
 			setpgid(0, r->pgid); /* 0 for the first: a new group */
-			keeper(s, r, n, id, i, env, pfd[1]);
+			keeper(s, r, n, id, i, env, argv, pfd[1]);
 		}
 		close(pfd[1]);
 		fds[nfds++] = pfd[0];
@@ -593,12 +766,14 @@ int ag_run_start(struct ag_run *r, const struct ag_spec *s, const struct ag_node
 	if (rc)
 		goto out;
 	mu_info("run=%" PRId64 " job=%" PRId64 " started pgid=%d procs=%d user=%s uid=%d cgroup=%s"
-		" dir=%s", r->run_id, r->job_id, (int)r->pgid, ppn, id->name, (int)id->uid,
-		r->cgroup[0] ? r->cgroup : "-", r->dir);
+		" dir=%s%s%s restarts=%d", r->run_id, r->job_id, (int)r->pgid, ppn, id->name, (int)id->uid,
+		r->cgroup[0] ? r->cgroup : "-", r->dir, s->launcher ? " launcher=" : "",
+		s->launcher ? mu_launcher_name((enum mu_launcher)s->launcher) : "", s->restart_count);
 out:
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
 	ag_env_free(env);
+	mu_launcher_argv_free(argv);
 	if (rc) {
 		if (r->pgid > 0)
 			kill(-r->pgid, SIGKILL);
@@ -687,11 +862,42 @@ static int read_exits(struct ag_run *r, bool set)
 	return found;
 }
 
+/* The pre-timeout signal: to the whole run (group and cgroup; the keepers
+ * ignore it), or with batch_only to the processes the agent started. */
+static void send_job_signal(struct ag_run *r)
+{
+	r->signal_sent = true;
+	if (r->signal_batch_only) {
+		for (int i = 0; i < r->nprocs; i++) {
+			char path[4200];
+			int pid = 0;
+			snprintf(path, sizeof(path), "%s/pid.%d", r->dir, i);
+			FILE *f = fopen(path, "r");
+			if (f) {
+				if (fscanf(f, "%d", &pid) != 1)
+					pid = 0;
+				fclose(f);
+			}
+			if (pid > 1)
+				kill(pid, r->signal);
+		}
+	} else {
+		if (r->pgid > 0)
+			kill(-r->pgid, r->signal);
+		ag_cg_signal(r->cg, r->cgroup, r->signal);
+	}
+	mu_info("run=%" PRId64 " sent signal %d%s ahead of the time limit", r->run_id, r->signal,
+		r->signal_batch_only ? " (batch only)" : "");
+}
+
 bool ag_run_poll(struct ag_run *r)
 {
 	if (r->state == AG_RUN_DONE)
 		return false;
 	double now = ag_now();
+	if (r->state == AG_RUN_LIVE && r->signal > 0 && !r->signal_sent && r->signal_at > 0 &&
+	    now >= r->signal_at)
+		send_job_signal(r);
 	if (r->state == AG_RUN_LIVE && r->deadline > 0 && now >= r->deadline)
 		ag_run_stop(r, 10, "time limit reached");
 	if (r->state == AG_RUN_STOPPING && now >= r->kill_at) {

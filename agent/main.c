@@ -22,6 +22,7 @@
 #include "agent.h"
 #include "alloc.h"
 #include "config.h"
+#include "launcher.h"
 #include "log.h"
 #include "stream.h"
 #include "tls.h"
@@ -157,6 +158,30 @@ static bool status_msg(struct agent *a, const struct ag_run *r, int64_t run_id,
 	return true;
 }
 
+/* The launcher, restart and signal fields (an unknown launcher or signal
+ * from a newer server is none: the command runs as given). */
+static void spec_from_launch(struct ag_spec *s, const Muster__V1__DesiredRun *d)
+{
+	enum mu_launcher l = MU_LAUNCHER_NONE;
+
+	if (mu_launcher_parse(d->launcher, &l) != 0)
+		mu_warn("run=%" PRId64 " unknown launcher %s: the command runs as given", d->run_id,
+			d->launcher);
+	s->launcher = (int)l;
+	s->min_nodes = d->min_nodes;
+	s->restart_count = d->restart_count;
+	s->restart_on_shrink = !d->on_shrink || strcmp(d->on_shrink, "keep") != 0;
+	if (d->signal_name && *d->signal_name) {
+		int sig = mu_signal_parse(d->signal_name);
+		s->signal = sig > 0 ? sig : 0;
+		s->signal_before_s = d->signal_before_s;
+		s->signal_batch_only = d->signal_batch_only;
+	}
+	/* a restarted gang: ranks renumbered over the kept nodes */
+	if (s->restart_count > 0 && ag_spec_renumber(s, node_name) != 0)
+		mu_warn("run=%" PRId64 " node %s is not in its gang", d->run_id, node_name);
+}
+
 /* DesiredRun -> ag_spec (new strings; ag_spec_free). */
 static void spec_from(struct ag_spec *s, const Muster__V1__DesiredRun *d)
 {
@@ -198,6 +223,7 @@ static void spec_from(struct ag_spec *s, const Muster__V1__DesiredRun *d)
 	s->grace_period_s = d->grace_period_s;
 	s->mem_per_node = d->mem_per_node;
 	s->cpus_per_node = d->cpus_per_node;
+	spec_from_launch(s, d);
 }
 
 /* Rewrites a live run's hostfile when its gang changed (elastic shrink). */
@@ -217,6 +243,70 @@ static void sync_gang(struct ag_run *r, const Muster__V1__DesiredRun *d)
 		mu_info("run=%" PRId64 " gang now %zu node(s), this node rank %d: hostfile rewritten,"
 			" processes kept (pgid=%d)", r->run_id, d->n_nodes, d->node_rank, (int)r->pgid);
 	mu_free(g);
+}
+
+/* How long a failed exit of an on_shrink-restart run is held back: a
+ * peer's death fails the others' collectives before the scheduler has
+ * shrunk the gang, and that shrink, not the failure, is what happened. */
+#define RESTART_HOLD_S 10.0
+
+/* The kept nodes of a shrunk gang (on_shrink restart): a higher
+ * restart_count than the processes had orders them stopped (TERM, grace,
+ * KILL of the cgroup) and started again with the renumbered world. */
+static void restart_check(struct agent *a, struct ag_run *r, const Muster__V1__DesiredRun *d)
+{
+	if (!r->restart_on_shrink || r->restart || d->restart_count <= r->restart_count)
+		return;
+	if (r->state == AG_RUN_DONE && r->hold_until <= 0)
+		return; /* ended and told: nothing left to restart */
+	r->restart = mu_calloc(1, sizeof(*r->restart));
+	spec_from(r->restart, d);
+	mu_info("run=%" PRId64 " gang shrank to %zu node(s): restart %d, this node rank %d,"
+		" master %s:%d", r->run_id, d->n_nodes, d->restart_count, r->restart->node_rank,
+		r->restart->master_addr, r->restart->master_port);
+	if (r->state == AG_RUN_LIVE)
+		ag_run_stop(r, d->grace_period_s > 0 ? d->grace_period_s : (int)default_grace_s,
+			    "restart: the gang shrank");
+	a->dirty = true;
+}
+
+static void drop_restart(struct ag_run *r)
+{
+	if (!r || !r->restart)
+		return;
+	ag_spec_free(r->restart);
+	mu_free(r->restart);
+	r->restart = NULL;
+}
+
+/* Starts a stopped run again from its restart spec. */
+static void restart_run(struct agent *a, struct ag_run *r)
+{
+	struct ag_spec *sp = r->restart;
+	double deadline = r->deadline, signal_at = r->signal_at;
+	int64_t deadline_epoch = r->deadline_epoch;
+	bool signal_sent = r->signal_sent;
+	int rc;
+
+	r->restart = NULL;
+	rc = ag_run_start(r, sp, &a->node);
+	/* the time limit is the run's, not the restart's */
+	if (rc == 0 && deadline > 0) {
+		r->deadline = deadline;
+		r->deadline_epoch = deadline_epoch;
+		r->signal_at = signal_at;
+		r->signal_sent = signal_sent;
+	}
+	ag_spec_free(sp);
+	mu_free(sp);
+	a->dirty = true;
+	if (rc == 0) {
+		r->told_running = status_msg(a, r, r->run_id, MUSTER__V1__RUN_PHASE__RUN_PHASE_RUNNING, "");
+	} else {
+		r->ended = ag_now();
+		r->told_exit = status_msg(a, r, r->run_id,
+					  MUSTER__V1__RUN_PHASE__RUN_PHASE_FAILED_TO_START, NULL);
+	}
 }
 
 static void on_desired(struct agent *a, const Muster__V1__DesiredState *ds)
@@ -262,11 +352,13 @@ static void on_desired(struct agent *a, const Muster__V1__DesiredState *ds)
 			break;
 		}
 		case AG_ACT_STOP:
+			drop_restart(r); /* a stop order wins over a pending restart */
 			ag_run_stop(r, d->grace_period_s > 0 ? d->grace_period_s : (int)default_grace_s,
 				    d->stop_reason[0] ? d->stop_reason : "stop ordered");
 			a->dirty = true;
 			break;
 		case AG_ACT_KILL:
+			drop_restart(r);
 			ag_run_stop(r, -1, "not in the desired state");
 			a->dirty = true;
 			break;
@@ -291,9 +383,12 @@ static void on_desired(struct agent *a, const Muster__V1__DesiredState *ds)
 		const Muster__V1__DesiredRun *d = ds->runs[i];
 		if (d->stop || !d->n_nodes)
 			continue;
-		for (int k = 0; k < a->nruns; k++)
+		for (int k = 0; k < a->nruns; k++) {
 			if (a->runs[k].run_id == d->run_id && a->runs[k].state == AG_RUN_LIVE)
 				sync_gang(&a->runs[k], d);
+			if (a->runs[k].run_id == d->run_id)
+				restart_check(a, &a->runs[k], d);
+		}
 	}
 	/* forget finished runs the server stopped listing long ago */
 	double now = ag_now();
@@ -305,6 +400,7 @@ static void on_desired(struct agent *a, const Muster__V1__DesiredState *ds)
 			listed = want[j].run_id == r->run_id;
 		if (r->state == AG_RUN_DONE && !listed && now - r->ended > DONE_KEEP_S) {
 			a->dirty = true;
+			drop_restart(r); /* a restart nobody wants any more */
 			continue;
 		}
 		a->runs[k++] = *r;
@@ -447,6 +543,8 @@ static void send_register(struct agent *a)
 	m.register_ = &reg;
 	for (int i = 0; i < a->nruns; i++)
 		a->runs[i].told_running = a->runs[i].told_exit = false; /* a new stream */
+	for (int i = 0; i < a->nruns; i++)
+		a->runs[i].told_exit = a->runs[i].hold_until > 0; /* a held exit stays held */
 	ag_stream_open(a->stream, &m);
 	mu_free(lab);
 	mu_free(live);
@@ -746,9 +844,30 @@ int main(int argc, char **argv)
 		ag_reap(a.runs, a.nruns);
 		for (int i = 0; i < a.nruns; i++) {
 			struct ag_run *r = &a.runs[i];
+			bool was_live = r->state == AG_RUN_LIVE;
+			if (r->state == AG_RUN_DONE && r->restart) {
+				restart_run(&a, r);
+				continue;
+			}
+			if (r->state == AG_RUN_DONE && r->hold_until > 0 && ag_now() >= r->hold_until) {
+				r->hold_until = 0; /* no shrink came: the failure is the job's */
+				r->told_exit = status_msg(&a, r, r->run_id,
+							  MUSTER__V1__RUN_PHASE__RUN_PHASE_EXITED, NULL);
+			}
 			if (ag_run_poll(r)) {
 				r->ended = ag_now();
 				a.dirty = true;
+				if (r->restart) {
+					restart_run(&a, r);
+					continue;
+				}
+				if (was_live && r->restart_on_shrink && (r->exit_code || r->exit_signal)) {
+					r->hold_until = r->ended + RESTART_HOLD_S;
+					r->told_exit = true; /* the reconciler waits with us */
+					mu_info("run=%" PRId64 " failed (code=%d signal=%d): held %.0fs for a shrink",
+						r->run_id, r->exit_code, r->exit_signal, RESTART_HOLD_S);
+					continue;
+				}
 				/* not told now (no stream, a full outbox): the next
 				 * desired state that still lists it gets it reported */
 				r->told_exit = status_msg(&a, r, r->run_id,

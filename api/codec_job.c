@@ -10,12 +10,14 @@
 #include "config.h"
 #include "duration.h"
 #include "jv.h"
+#include "launcher.h"
 #include "lists.h"
 
 static const char *const job_fields[] = {
 	"tenant", "user", "name", "priority_class", "nodes", "min_nodes", "gpus_per_node",
 	"gpu_model", "procs_per_node", "topology", "time_limit", "command", "env", "workdir",
-	"dependencies", "max_retries", "labels", "mem_per_node", "cpus_per_node", NULL,
+	"dependencies", "max_retries", "labels", "mem_per_node", "cpus_per_node",
+	"launcher", "on_shrink", "signal", NULL,
 };
 
 #define MEM_MIN (1LL << 20) /* 1 MiB */
@@ -316,6 +318,53 @@ static int decode_topology(const json_t *body, const char *prefix, struct store_
 	return 0;
 }
 
+/* launcher, on_shrink and signal {name, before, batch_only} (docs/api.md). */
+static int decode_launch(const json_t *body, const char *prefix, struct store_job *job,
+			 struct mu_error *err)
+{
+	static const char *const sig_fields[] = { "name", "before", "batch_only", NULL };
+	const json_t *v = json_object_get(body, "signal");
+	enum mu_launcher l;
+	const char *name = NULL;
+	int64_t before = 60;
+	char p[96];
+	int ret, sig;
+
+	job->launcher = "none";
+	job->on_shrink = "restart";
+	job->signal_name = "";
+	if ((ret = jv_str(body, "launcher", false, 32, true, &job->launcher, prefix, err)) < 0)
+		return ret;
+	if (mu_launcher_parse(job->launcher, &l) != 0)
+		return jv_fail(err, MU_EINVAL, prefix, "launcher",
+			       "must be none, torchrun, deepspeed or accelerate");
+	job->launcher = mu_launcher_name(l);
+	if ((ret = jv_str(body, "on_shrink", false, 16, true, &job->on_shrink, prefix, err)) < 0)
+		return ret;
+	if (strcmp(job->on_shrink, "restart") && strcmp(job->on_shrink, "keep"))
+		return jv_fail(err, MU_EINVAL, prefix, "on_shrink", "must be restart or keep");
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_object(v))
+		return jv_fail(err, MU_ETYPE, prefix, "signal", "must be an object");
+	snprintf(p, sizeof(p), "%.80ssignal.", prefix);
+	if ((ret = jv_object(v, sig_fields, p, "", err)) < 0)
+		return ret;
+	if ((ret = jv_str(v, "name", true, 16, true, &name, p, err)) < 0)
+		return ret;
+	sig = mu_signal_parse(name);
+	if (sig < 0 || !mu_signal_name(sig))
+		return jv_fail(err, MU_EINVAL, p, "name",
+			       "not a signal name (USR1, SIGUSR2, TERM, INT, HUP, URG, ...)");
+	job->signal_name = mu_signal_name(sig);
+	if ((ret = jv_int(v, "before", false, 1, 65535, &before, p, err)) < 0)
+		return ret;
+	job->signal_before = before;
+	if ((ret = jv_bool(v, "batch_only", false, &job->signal_batch_only, p, err)) < 0)
+		return ret;
+	return 0;
+}
+
 int codec_job_decode(const json_t *body, struct mu_arena *a, const char *prefix,
 		     struct store_job *job, struct mu_error *err)
 {
@@ -376,6 +425,8 @@ int codec_job_decode(const json_t *body, struct mu_arena *a, const char *prefix,
 	ret = decode_map(body, a, prefix, "labels", 64, "_./-", 63, false, 256, &job->labels, err);
 	if (ret < 0)
 		return ret;
+	if ((ret = decode_launch(body, prefix, job, err)) < 0)
+		return ret;
 	return 0;
 }
 
@@ -403,6 +454,67 @@ static void kraw(struct mu_buf *b, const char *k, const char *json, const char *
 {
 	key(b, k);
 	mu_buf_adds(b, json && *json ? json : def);
+}
+
+/* The line each node runs, with what differs per node or run as
+ * placeholders the agent fills ($NODE_RANK, $MASTER_ADDR, ...). */
+static void encode_launch_argv(const struct store_job *j, struct mu_buf *b)
+{
+	json_t *cmd = j->command ? json_loads(j->command, JSON_DECODE_ANY, NULL) : NULL;
+	size_t n = json_is_array(cmd) ? json_array_size(cmd) : 0;
+	char **user = mu_calloc(n + 1, sizeof(char *));
+	enum mu_launcher l = MU_LAUNCHER_NONE;
+	char job[32];
+	char **argv;
+
+	for (size_t i = 0; i < n; i++)
+		user[i] = (char *)json_string_value(json_array_get(cmd, i));
+	if (mu_launcher_parse(j->launcher, &l) != 0)
+		l = MU_LAUNCHER_NONE;
+	snprintf(job, sizeof(job), "%lld", (long long)j->id);
+	struct mu_launch_params p = {
+		.launcher = l,
+		.nnodes = (int)j->nodes,
+		.min_nodes = (int)j->min_nodes,
+		.nproc_per_node = (int)(j->gpus_per_node > 0 ? j->gpus_per_node
+							 : j->procs_per_node > 0 ? j->procs_per_node : 1),
+		.max_restarts = 3,
+		.node_rank = "$NODE_RANK",
+		.master_addr = "$MASTER_ADDR",
+		.master_port = "$MASTER_PORT",
+		.hostfile = "$MUSTER_HOSTFILE",
+		.job_id = job,
+		.rdzv_host = false,
+	};
+	argv = mu_launcher_argv(&p, user);
+	key(b, "launch_argv");
+	mu_buf_addc(b, '[');
+	for (char **a = argv; *a; a++) {
+		if (a != argv)
+			mu_buf_addc(b, ',');
+		mu_buf_add_json_strz(b, *a);
+	}
+	mu_buf_addc(b, ']');
+	mu_launcher_argv_free(argv);
+	mu_free(user);
+	json_decref(cmd);
+}
+
+static void encode_launch(const struct store_job *j, struct mu_buf *b)
+{
+	kstr(b, "launcher", j->launcher && *j->launcher ? j->launcher : "none");
+	kstr(b, "on_shrink", j->on_shrink && *j->on_shrink ? j->on_shrink : "restart");
+	key(b, "signal");
+	if (j->signal_name && *j->signal_name) {
+		mu_buf_adds(b, "{\"name\":");
+		mu_buf_add_json_strz(b, j->signal_name);
+		mu_buf_addf(b, ",\"before\":%lld,\"batch_only\":%s}", (long long)j->signal_before,
+			    j->signal_batch_only ? "true" : "false");
+	} else {
+		mu_buf_adds(b, "null");
+	}
+	if (j->runs) /* GET /v1/jobs/{id} */
+		encode_launch_argv(j, b);
 }
 
 void codec_job_encode(const struct store_job *j, struct mu_buf *b)
@@ -461,6 +573,7 @@ void codec_job_encode(const struct store_job *j, struct mu_buf *b)
 	kstr(b, "created_at", j->created_at);
 	kstr(b, "started_at", j->started_at);
 	kstr(b, "ended_at", j->ended_at);
+	encode_launch(j, b);
 	if (j->runs)
 		kraw(b, "runs", j->runs, "[]");
 	if (j->events)

@@ -324,6 +324,8 @@ enum {
 	OPT_PARSABLE,
 	OPT_USER,
 	OPT_WRAP,
+	OPT_LAUNCHER,
+	OPT_ON_SHRINK,
 };
 
 /* "8" or "a100:8" (Slurm's --gpus-per-node=[type:]number). */
@@ -431,6 +433,8 @@ int cli_submit_parse(int argc, char **argv, struct cli_submit *s, struct mu_erro
 		{ "parsable", no_argument, NULL, OPT_PARSABLE },
 		{ "user", required_argument, NULL, OPT_USER },
 		{ "wrap", required_argument, NULL, OPT_WRAP },
+		{ "launcher", required_argument, NULL, OPT_LAUNCHER },
+		{ "on-shrink", required_argument, NULL, OPT_ON_SHRINK },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -537,6 +541,12 @@ int cli_submit_parse(int argc, char **argv, struct cli_submit *s, struct mu_erro
 			break;
 		case OPT_WRAP:
 			wrap = optarg;
+			break;
+		case OPT_LAUNCHER: /* the API checks the name */
+			ret = set_string(body, "launcher", optarg, err);
+			break;
+		case OPT_ON_SHRINK:
+			ret = set_string(body, "on_shrink", optarg, err);
 			break;
 		default:
 			ret = cli_getopt_error(c, optopt, argv, optind, err);

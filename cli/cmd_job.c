@@ -278,6 +278,31 @@ static void show_deps(const json_t *deps)
 }
 
 /* argv joined as a shell would read it back: plain words bare, others single-quoted. */
+/* Launcher=, OnShrink=, Signal= and the launch line each node runs. */
+static void show_launch(const json_t *job)
+{
+	const json_t *sig = json_object_get(job, "signal");
+	const json_t *argv = json_object_get(job, "launch_argv");
+	size_t i;
+	json_t *a;
+
+	kv("Launcher", json_object_get(job, "launcher"), "none");
+	kv("OnShrink", json_object_get(job, "on_shrink"), "restart");
+	if (json_is_object(sig))
+		printf(" Signal=%s%s@%lld", json_is_true(json_object_get(sig, "batch_only")) ? "B:" : "",
+		       json_string_value(json_object_get(sig, "name")),
+		       (long long)json_integer_value(json_object_get(sig, "before")));
+	else
+		printf(" Signal=(null)");
+	printf("\n  ");
+	if (!json_is_array(argv))
+		return;
+	printf(" LaunchLine=");
+	json_array_foreach(argv, i, a)
+		printf("%s%s", i ? " " : "", json_string_value(a));
+	printf("\n  ");
+}
+
 static void show_command(const json_t *argv)
 {
 	size_t i;
@@ -357,6 +382,7 @@ static void show_job(const json_t *job)
 	printf("\n  ");
 	show_command(json_object_get(job, "command"));
 	printf("\n  ");
+	show_launch(job);
 	kv("WorkDir", json_object_get(job, "workdir"), "(null)");
 	printf("\n  ");
 	kv("Labels", json_object_get(job, "labels"), "(null)");

@@ -30,6 +30,8 @@ static const struct command {
 	  "      --procs-per-node N     processes per node (alias --ntasks-per-node)\n"
 	  "      --mem SIZE             memory limit per node: bytes or 512M, 64G (Slurm --mem)\n"
 	  "      --cpus-per-node N      CPUs per node (Slurm --cpus-per-task x tasks)\n"
+	  "      --launcher NAME        none|torchrun|deepspeed|accelerate: muster writes the launch line\n"
+	  "      --on-shrink POLICY     restart|keep: an elastic gang that lost nodes (default restart)\n"
 	  "  -t, --time LIMIT           time limit: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS\n"
 	  "  -J, --job-name NAME        job name\n"
 	  "  -A, --tenant NAME          tenant (alias --account); admins must give one\n"

@@ -309,6 +309,25 @@ static void gpu_list(struct mu_arena *a, struct store_desired_run *r, const char
 	}
 }
 
+/* The launch fields of a desired run (columns 24..30, migration 110). */
+#define DESIRED_LAUNCH_COLS                                                                        \
+	" coalesce(j.launch->>'launcher', ''), coalesce(j.min_nodes, 0),"                            \
+	" coalesce(j.launch->>'on_shrink', 'restart'), r.restart_count,"                              \
+	" coalesce(j.launch#>>'{signal,name}', ''),"                                                 \
+	" coalesce((j.launch#>>'{signal,before}')::int, 0),"                                         \
+	" coalesce((j.launch#>>'{signal,batch_only}')::boolean, false)"
+
+static void desired_launch(struct mu_arena *a, const PGresult *res, int i, struct store_desired_run *r)
+{
+	r->launcher = mu_arena_strdup(a, store_db_get(res, i, 24));
+	r->min_nodes = (int32_t)store_db_get_int64(res, i, 25);
+	r->on_shrink = mu_arena_strdup(a, store_db_get(res, i, 26));
+	r->restart_count = (int32_t)store_db_get_int64(res, i, 27);
+	r->signal_name = mu_arena_strdup(a, store_db_get(res, i, 28));
+	r->signal_before = (int32_t)store_db_get_int64(res, i, 29);
+	r->signal_batch_only = store_db_get_bool(res, i, 30);
+}
+
 int store_agent_desired(PGconn *c, struct mu_arena *a, const int64_t *node_ids, size_t n,
 			struct store_desired_run **runs, size_t *nruns,
 			struct store_desired_node **nodes, size_t *nnodes, struct mu_error *err)
@@ -330,6 +349,7 @@ int store_agent_desired(PGconn *c, struct mu_arena *a, const int64_t *node_ids, 
 		" coalesce((SELECT u.unix_account FROM tenants u WHERE u.unix_account <> ''"
 		"   AND (t.path = u.path OR starts_with(t.path, u.path || '/'))"
 		"   ORDER BY length(u.path) DESC LIMIT 1), '')"
+		"," DESIRED_LAUNCH_COLS
 		/* live allocations by the partial node index, plus the parts of
 		 * shrunk runs dropped from these nodes (a tiny partial index) */
 		" FROM (SELECT run_id, node_id, node_rank, gpu_index, live FROM run_allocations"
@@ -392,6 +412,7 @@ int store_agent_desired(PGconn *c, struct mu_arena *a, const int64_t *node_ids, 
 		r->mem_per_node = store_db_get_int64(res, i, 21);
 		r->cpus_per_node = (int32_t)store_db_get_int64(res, i, 22);
 		r->unix_account = mu_arena_strdup(a, store_db_get(res, i, 23));
+		desired_launch(a, res, i, r);
 	}
 	*nruns = (size_t)rows;
 	rows = store_db_nrows(nres);

@@ -109,6 +109,13 @@ struct store_desired_run {
 	int64_t mem_per_node;      /* bytes, 0 = none */
 	int32_t cpus_per_node;     /* 0 = none */
 	const char *unix_account;  /* the tenant's (nearest ancestor's) account, "" = none */
+	const char *launcher;      /* "" = none (jobs.launch, migration 110) */
+	int32_t min_nodes;         /* 0 = rigid */
+	const char *on_shrink;     /* restart | keep */
+	int32_t restart_count;     /* runs.restart_count */
+	const char *signal_name;   /* "" = none */
+	int32_t signal_before;     /* seconds */
+	bool signal_batch_only;
 	const char *gang_json;     /* [{"rank","name","address","gpus"}] in rank order:
 	                              the live members (an elastic run that shrank
 	                              lists the kept nodes, with their ranks at launch) */

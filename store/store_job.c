@@ -18,8 +18,14 @@
 	" j.dependencies::text, j.workdir, j.max_retries, j.retries, j.pending_reason,"              \
 	" j.pending_message, " TS("j.planned_start") ", j.exit_code, j.end_reason, "                 \
 	TS("j.created_at") ", " TS("j.started_at") ", " TS("j.ended_at") ", t.path,"               \
-	" coalesce(j.mem_per_node, 0), coalesce(j.cpus_per_node, 0)"
-#define JOB_NCOLS 32
+	" coalesce(j.mem_per_node, 0), coalesce(j.cpus_per_node, 0)," LAUNCH_COLS
+/* jobs.launch (migration 110), one field each */
+#define LAUNCH_COLS                                                                                \
+	" coalesce(j.launch->>'launcher', 'none'), coalesce(j.launch->>'on_shrink', 'restart'),"    \
+	" coalesce(j.launch#>>'{signal,name}', ''),"                                                 \
+	" coalesce((j.launch#>>'{signal,before}')::bigint, 0),"                                      \
+	" coalesce((j.launch#>>'{signal,batch_only}')::boolean, false)"
+#define JOB_NCOLS 37
 #define JOB_FROM                                                                                   \
 	" FROM jobs j JOIN tenants t ON t.id = j.tenant_id"                                         \
 	" JOIN priority_classes pc ON pc.id = j.priority_class_id"
@@ -72,6 +78,11 @@ static void row_to_job(struct mu_arena *a, const PGresult *r, int row, int b, st
 	j->tenant_path = cdup(a, r, row, b + 29);
 	j->mem_per_node = store_db_get_int64(r, row, b + 30);
 	j->cpus_per_node = store_db_get_int64(r, row, b + 31);
+	j->launcher = cdup(a, r, row, b + 32);
+	j->on_shrink = cdup(a, r, row, b + 33);
+	j->signal_name = cdup(a, r, row, b + 34);
+	j->signal_before = store_db_get_int64(r, row, b + 35);
+	j->signal_batch_only = store_db_get_bool(r, row, b + 36);
 }
 
 /* A PostgreSQL array literal of text elements. */
@@ -518,6 +529,35 @@ static void copy_int(struct mu_buf *b, int64_t v)
 	mu_buf_add_int(b, v);
 }
 
+/* jobs.launch: the non-default launch fields as a JSON object (names the
+ * codec validated: no character needs escaping beyond JSON's own). */
+static void copy_launch(struct mu_buf *b, const struct store_job *j)
+{
+	struct mu_buf o = MU_BUF_INIT;
+	bool any = false;
+
+	mu_buf_addc(&o, '{');
+	if (j->launcher && *j->launcher && strcmp(j->launcher, "none") != 0) {
+		mu_buf_adds(&o, "\"launcher\":");
+		mu_buf_add_json_strz(&o, j->launcher);
+		any = true;
+	}
+	if (j->on_shrink && *j->on_shrink && strcmp(j->on_shrink, "restart") != 0) {
+		mu_buf_adds(&o, any ? ",\"on_shrink\":" : "\"on_shrink\":");
+		mu_buf_add_json_strz(&o, j->on_shrink);
+		any = true;
+	}
+	if (j->signal_name && *j->signal_name) {
+		mu_buf_adds(&o, any ? ",\"signal\":{\"name\":" : "\"signal\":{\"name\":");
+		mu_buf_add_json_strz(&o, j->signal_name);
+		mu_buf_addf(&o, ",\"before\":%lld,\"batch_only\":%s}", (long long)j->signal_before,
+			    j->signal_batch_only ? "true" : "false");
+	}
+	mu_buf_addc(&o, '}');
+	copy_str(b, o.p);
+	mu_buf_release(&o);
+}
+
 /* One jobs row for COPY, in the column order of copy_jobs_sql. */
 static void add_row(struct mu_buf *b, const struct store_job *j, int64_t tenant_id,
 		    int64_t class_id, const struct store_job_submit *s)
@@ -576,6 +616,8 @@ static void add_row(struct mu_buf *b, const struct store_job *j, int64_t tenant_
 		copy_int(b, j->cpus_per_node);
 	else
 		copy_str(b, NULL);
+	mu_buf_addc(b, '\t');
+	copy_launch(b, j);
 	mu_buf_addc(b, '\n');
 }
 
@@ -633,7 +675,7 @@ static int copy_end(PGconn *c, int ret, struct store_job_submit **reqs, size_t n
 	"COPY jobs (id, tenant_id, user_name, name, priority_class_id, nodes, min_nodes,"           \
 	" gpus_per_node, gpu_model, procs_per_node, topology_required, topology_preferred,"         \
 	" time_limit, command, env, workdir, dependencies, max_retries, labels,"                     \
-	" idempotency_key, request_sha256, mem_per_node, cpus_per_node) FROM STDIN"
+	" idempotency_key, request_sha256, mem_per_node, cpus_per_node, launch) FROM STDIN"
 
 /* Rows handed to the server at a time: it inserts one chunk while the
  * next is built. */

@@ -72,6 +72,11 @@ struct store_job {
 	const char *started_at;     /* NULL = null */
 	const char *ended_at;       /* NULL = null */
 	const char *tenant_path;
+	const char *launcher;       /* in: none | torchrun | deepspeed | accelerate ("" none) */
+	const char *on_shrink;      /* in: restart | keep ("" restart) */
+	const char *signal_name;    /* in: pre-timeout signal "USR1" ("" none) */
+	int64_t signal_before;      /* in: seconds ahead of the time limit */
+	bool signal_batch_only;     /* in: Slurm's "B:" */
 	const char *runs;           /* get only: JSON text of the runs array, else NULL */
 	const char *events;         /* get only: JSON text of the events array, else NULL */
 };

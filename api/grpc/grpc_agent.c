@@ -935,6 +935,13 @@ static void push_desired(PGconn *db, struct snap *sn, size_t n)
 		r->mem_per_node = d->mem_per_node;
 		r->cpus_per_node = d->cpus_per_node;
 		r->unix_account = S(&m, d->unix_account);
+		r->launcher = S(&m, d->launcher);
+		r->min_nodes = d->min_nodes;
+		r->on_shrink = S(&m, d->on_shrink);
+		r->restart_count = d->restart_count;
+		r->signal_name = S(&m, d->signal_name);
+		r->signal_before_s = d->signal_before;
+		r->signal_batch_only = d->signal_batch_only;
 		desired_json(&m, r, d->command_json, d->env_json, d->gang_json);
 		/* the launch contract needs a rendezvous even if the scheduler left it empty */
 		if (!r->master_addr[0] && r->n_nodes)

@@ -71,6 +71,18 @@ json_t *grpc_codec_spec_json(const Muster__V1__JobSpec *s, struct mu_error *err)
 	INT("procs_per_node", s->procs_per_node);
 	INT("mem_per_node", s->mem_per_node);
 	INT("cpus_per_node", s->cpus_per_node);
+	STR("launcher", s->launcher);
+	STR("on_shrink", s->on_shrink);
+	if (ret == 0 && s->signal) {
+		json_t *g = json_object();
+
+		ret = jstr(g, "name", s->signal->name ? s->signal->name : "", "signal.name", err);
+		if (s->signal->before)
+			json_object_set_new(g, "before", json_integer(s->signal->before));
+		if (s->signal->batch_only)
+			json_object_set_new(g, "batch_only", json_true());
+		json_object_set_new(o, "signal", g);
+	}
 	if (ret == 0 && ((s->topology_required && s->topology_required[0]) ||
 			 (s->topology_preferred && s->topology_preferred[0]))) {
 		json_t *t = json_object();

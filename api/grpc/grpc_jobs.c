@@ -183,6 +183,40 @@ static struct store_job *env_scope(struct gcall *c, struct store_job *j)
 	return j;
 }
 
+/* launcher, on_shrink, signal; GetJob: launch_argv from the REST codec's
+ * JSON (one composer of the line). */
+static void job_proto_launch(struct mu_arena *a, Muster__V1__Job *pj, const struct store_job *j)
+{
+	pj->launcher = S(a, j->launcher && *j->launcher ? j->launcher : "none");
+	pj->on_shrink = S(a, j->on_shrink && *j->on_shrink ? j->on_shrink : "restart");
+	if (j->signal_name && *j->signal_name) {
+		Muster__V1__JobSignal *g = A(a, sizeof(*g));
+
+		muster__v1__job_signal__init(g);
+		g->name = S(a, j->signal_name);
+		g->before = (int32_t)j->signal_before;
+		g->batch_only = j->signal_batch_only;
+		pj->signal = g;
+	}
+	if (j->runs) {
+		struct mu_buf b = MU_BUF_INIT;
+		json_t *o, *arr;
+		size_t i;
+		json_t *v;
+
+		codec_job_encode(j, &b);
+		o = json_loads(b.p, 0, NULL);
+		arr = json_object_get(o, "launch_argv");
+		if (json_is_array(arr)) {
+			pj->launch_argv = A(a, (json_array_size(arr) + 1) * sizeof(char *));
+			json_array_foreach(arr, i, v)
+				pj->launch_argv[pj->n_launch_argv++] = S(a, json_string_value(v));
+		}
+		json_decref(o);
+		mu_buf_release(&b);
+	}
+}
+
 static Muster__V1__Job *job_proto(struct mu_arena *a, const struct store_job *j)
 {
 	Muster__V1__Job *pj = A(a, sizeof(*pj));
@@ -203,6 +237,7 @@ static Muster__V1__Job *job_proto(struct mu_arena *a, const struct store_job *j)
 	pj->procs_per_node = j->procs_per_node;
 	pj->mem_per_node = j->mem_per_node;
 	pj->cpus_per_node = j->cpus_per_node;
+	job_proto_launch(a, pj, j);
 	pj->topology_required = S(a, j->topo_required);
 	pj->topology_preferred = S(a, j->topo_preferred);
 	pj->time_limit_seconds = j->time_limit;

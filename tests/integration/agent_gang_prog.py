@@ -26,7 +26,24 @@ if world != nnodes * lws or rank != node_rank * lws + local:
 if (e["SLURM_PROCID"], e["SLURM_LOCALID"], e["SLURM_NODEID"], e["SLURM_NTASKS"], e["SLURM_NNODES"]) != \
         (str(rank), str(local), str(node_rank), str(world), str(nnodes)):
     problems.append("SLURM_* names")
-if e["SLURM_JOB_ID"] != e["MUSTER_JOB_ID"] or len(e["SLURM_JOB_NODELIST"].split(",")) != nnodes:
+
+
+def expand(text):
+    """Slurm's compressed host list ("n[1-2,5]") expanded."""
+    import re
+    out = []
+    for m in re.finditer(r"([^,\[]+)(?:\[([^\]]+)\])?([^,]*)", text):
+        if not m.group(2):
+            out.append(m.group(1) + m.group(3))
+            continue
+        for part in m.group(2).split(","):
+            lo, _, hi = part.partition("-")
+            out += ["%s%0*d%s" % (m.group(1), len(lo) if lo[0] == "0" else 0, v, m.group(3))
+                    for v in range(int(lo), int(hi or lo) + 1)]
+    return out
+
+
+if e["SLURM_JOB_ID"] != e["MUSTER_JOB_ID"] or len(expand(e["SLURM_JOB_NODELIST"])) != nnodes:
     problems.append("SLURM_JOB_ID/NODELIST")
 hosts = [l.split() for l in open(e["MUSTER_HOSTFILE"]).read().splitlines()]
 if len(hosts) != nnodes or any(h[1] != "slots=%d" % gpn for h in hosts) or hosts[0][0] != e["MASTER_ADDR"]:

@@ -590,6 +590,24 @@ class Cluster:
             f += ["--single-user", "--allow-root-jobs"]
         return f
 
+    @staticmethod
+    def agent_address(i):
+        """The address of the cluster's i-th agent (0-based): 127.0.0.2,
+        127.0.0.3, ... (all on lo), so that MASTER_ADDR, hostfiles and
+        SLURM_NODELIST look as they do with separate hosts."""
+        return "127.0.0.%d" % (i + 2)
+
+    def start_agent(self, node, i, token, gpus=4, extra=None):
+        """A fake-GPU muster-agent for `node` (its i-th, at agent_address(i)),
+        state in <dir>/agent-<node>, credential from `token`. Returns the
+        process (stop it with stop_process)."""
+        return self.start_process(
+            [binary("muster-agent"), "--api", "127.0.0.1:%d" % self.grpc_port, "--node", node,
+             "--address", self.agent_address(i), "--state-dir", os.path.join(self.dir, "agent-" + node),
+             "--gpu-backend", "fake", "--fake-gpus", str(gpus), "--heartbeat-interval", "300ms",
+             "--token-file", self.token_file(token, "token-" + node)] + self.agent_flags() + (extra or []),
+            name="agent-" + node)
+
     def make_user(self, prefix="mu", groups=None):
         """A real Unix account (useradd, uid >= 1000, a home directory) with a
         unique name, removed (userdel -r) at exit. Returns its passwd entry.

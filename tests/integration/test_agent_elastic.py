@@ -13,7 +13,9 @@ shrink. A SIGKILLed agent's node goes DOWN and the run shrinks the same
 way; the agent, back, stops the part it left running. A last job (2
 nodes, min_nodes 1) loses a part that dies with its GPU before the
 scheduler acts (still a shrink, not a failed job), then a second fault
-leaves it below min_nodes: stopped everywhere and requeued."""
+leaves it below min_nodes: stopped everywhere and requeued. These jobs say
+on_shrink keep (processes kept); test_launch_restart.py has the default,
+restart."""
 import os
 import signal
 import time
@@ -74,7 +76,7 @@ def token_file(c, n):
 def submit(c, nodes, min_nodes):
     st, _, b = c.api("POST", "/v1/jobs", {
         "name": "elastic", "nodes": nodes, "min_nodes": min_nodes, "gpus_per_node": 4,
-        "procs_per_node": 1, "priority_class": "quick", "max_retries": 2,
+        "procs_per_node": 1, "priority_class": "quick", "max_retries": 2, "on_shrink": "keep",
         "command": ["/bin/sh", "-c", HOLD], "env": {"OUT": S["out"]}, "time_limit": "5:00"},
         token=S["user"])
     check_eq(st, 201, "submit", b)
