@@ -5,14 +5,18 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "codec_script.h"
 #include "config.h"
 #include "duration.h"
 #include "jv.h"
+#include "sbatch.h"
 
 static const char *const job_fields[] = {
 	"tenant", "user", "name", "priority_class", "nodes", "min_nodes", "gpus_per_node",
 	"gpu_model", "procs_per_node", "topology", "time_limit", "command", "env", "workdir",
-	"dependencies", "max_retries", "labels", "mem_per_node", "cpus_per_node", NULL,
+	"dependencies", "max_retries", "labels", "mem_per_node", "cpus_per_node",
+	"script", "script_args", /* codec_script.c */
+	NULL,
 };
 
 #define MEM_MIN (1LL << 20) /* 1 MiB */
@@ -166,6 +170,8 @@ static int decode_command(const json_t *body, struct mu_arena *a, const char *pr
 			  struct store_job *job, struct mu_error *err)
 {
 	const json_t *v = json_object_get(body, "command");
+	/* a batch script is one argv string: its own cap (codec_script.c) */
+	size_t item_max = codec_script_is_command(v) ? MU_SBATCH_MAX_SCRIPT : 4096;
 	char key[32];
 	size_t i;
 	json_t *item;
@@ -178,10 +184,10 @@ static int decode_command(const json_t *body, struct mu_arena *a, const char *pr
 	if (json_array_size(v) < 1 || json_array_size(v) > 1024)
 		return jv_fail(err, MU_ERANGE, prefix, "command", "must have 1..1024 items");
 	json_array_foreach(v, i, item) {
-		if (json_is_string(item) && json_string_length(item) <= 4096)
+		if (json_is_string(item) && json_string_length(item) <= item_max)
 			continue; /* the common case, without naming the field */
 		snprintf(key, sizeof(key), "command.%zu", i);
-		ret = jv_check_str(item, 4096, prefix, key, err);
+		ret = jv_check_str(item, item_max, prefix, key, err);
 		if (ret < 0)
 			return ret;
 	}
@@ -302,7 +308,7 @@ static int decode_topology(const json_t *body, const char *prefix, struct store_
 	return 0;
 }
 
-int codec_job_decode(const json_t *body, struct mu_arena *a, const char *prefix,
+int codec_job_decode(json_t *body, struct mu_arena *a, const char *prefix,
 		     struct store_job *job, struct mu_error *err)
 {
 	int ret;
@@ -313,6 +319,10 @@ int codec_job_decode(const json_t *body, struct mu_arena *a, const char *prefix,
 	ret = jv_object(body, job_fields, prefix, "", err);
 	if (ret < 0)
 		return ret;
+	if ((ret = codec_script_apply(body, prefix, err)) < 0)
+		return ret;
+	if ((ret = jv_object(body, job_fields, prefix, "", err)) < 0)
+		return ret; /* a directive's field this server does not know */
 	if ((ret = jv_str(body, "tenant", false, 63, false, &job->tenant, prefix, err)) < 0)
 		return ret;
 	if ((ret = jv_str(body, "user", false, 64, false, &job->user, prefix, err)) < 0)

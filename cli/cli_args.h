@@ -87,19 +87,41 @@ int cli_parse_states(const char *s, char **out, struct mu_error *err);
 const char *cli_state_short(const char *state);
 
 /* muster submit */
+struct mu_sbatch;
 struct cli_submit {
 	struct cli_global g;
 	json_t *body;                /* new: the POST /v1/jobs body */
 	const char *idempotency_key; /* borrowed, or NULL */
 	bool test_only;              /* --test-only: POST /v1/jobs/dry-run */
 	bool parsable;               /* --parsable: print only the job id */
+	bool wait;                   /* --wait/-W: block until the job (all its tasks) ends */
+	json_t *warnings;            /* new: array of one-line warnings (ignored directives) */
+	char *script_name;           /* new: the batch script's base name, or NULL */
+	struct mu_sbatch *script_sb; /* internal to the parse */
 };
 
-/* argv[0] is "submit". `s->g` may be pre-filled with global options.
- * Without -J the name is the command's base name ("wrap" for --wrap), as sbatch does. */
+/*
+ * argv[0] is "submit". `s->g` may be pre-filled with global options.
+ * Without -J the name is the command's base name ("wrap" for --wrap), as sbatch does.
+ *
+ * Slurm's sbatch options without a muster flag of their own (-o, -e, -a,
+ * -H, --begin, --signal, --gres, --export, -c, --partition, ...) come from
+ * common/sbatch.c's table and mean what they mean in a #SBATCH line.
+ * When the first positional names a regular file here that starts with
+ * "#!", it is a batch script: this reads it (the one I/O besides getenv),
+ * its #SBATCH lines apply where the command line said nothing, its text
+ * goes in "script" and the other positionals in "script_args".
+ */
 int cli_submit_parse(int argc, char **argv, struct cli_submit *s, struct mu_error *err)
 	__attribute__((warn_unused_result));
 void cli_submit_release(struct cli_submit *s);
+
+/*
+ * The exit code of `muster submit --wait` for a job that ended (the table
+ * in docs/cli.md): COMPLETED 0; FAILED the job's exit code when it has one
+ * in 1..255, else 1; end_reason oom 137; TIMEOUT 124; CANCELLED 130.
+ */
+int cli_wait_exit_code(const char *state, const char *end_reason, const json_t *exit_code);
 
 /* muster queue */
 struct cli_queue {

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "alloc.h"
 #include "cli_out.h"
@@ -62,22 +63,149 @@ static int dry_run(struct cli_session *sess, struct cli_submit *s)
 	return CLI_EXIT_OK;
 }
 
+/* ---- submit --wait ------------------------------------------------------ */
+
+static bool state_ended(const char *state)
+{
+	return state && (!strcmp(state, "COMPLETED") || !strcmp(state, "FAILED") ||
+			 !strcmp(state, "CANCELLED") || !strcmp(state, "TIMEOUT"));
+}
+
+/*
+ * One look at the job (or all tasks of an array). Returns 1 when every
+ * job ended, with *code the worst exit code and `last` (new) the jobs;
+ * 0 while any runs; or a negative MU_E* from the server.
+ */
+static int wait_look(struct cli_session *sess, int64_t id, bool array, int *code, json_t **last,
+		     struct mu_error *err)
+{
+	json_t *items = NULL;
+	size_t i;
+	json_t *j;
+	int ret;
+
+	if (array) {
+		char *path = mu_asprintf("/v1/jobs?array_job_id=%" PRId64 "&state=all", id);
+		ret = cli_get_all(sess, path, &items, err);
+		mu_free(path);
+	} else {
+		char *path = mu_asprintf("/v1/jobs/%" PRId64, id);
+		json_t *job = NULL;
+		ret = cli_http_call(&sess->http, "GET", path, NULL, NULL, NULL, &job, err);
+		mu_free(path);
+		if (ret == 0) {
+			items = json_array();
+			json_array_append_new(items, job);
+		}
+	}
+	if (ret < 0)
+		return ret;
+	if (!json_array_size(items)) {
+		json_decref(items);
+		return mu_error_set(err, MU_ENOTFOUND, "job", "job %" PRId64 " has no tasks", id);
+	}
+	*code = 0;
+	json_array_foreach(items, i, j) {
+		const char *state = json_string_value(json_object_get(j, "state"));
+		int c;
+
+		if (!state_ended(state)) {
+			json_decref(items);
+			return 0;
+		}
+		c = cli_wait_exit_code(state, json_string_value(json_object_get(j, "end_reason")),
+				       json_object_get(j, "exit_code"));
+		if (c > *code)
+			*code = c;
+	}
+	*last = items;
+	return 1;
+}
+
+/*
+ * Blocks until job `id` ends, as sbatch --wait: polls with a growing
+ * interval (0.2 s to 2 s), riding out a server that is down or restarting
+ * (connection refused, 502/503/504) for as long as it takes. Prints each
+ * job's final state on stdout ("Job 12 COMPLETED ExitCode=0") unless
+ * `quiet` (--parsable: the id only), and returns the exit code of
+ * cli_wait_exit_code.
+ */
+static int wait_job(struct cli_session *sess, int64_t id, bool array, bool quiet)
+{
+	struct timespec ts = { 0, 200 * 1000 * 1000 };
+	bool told = false;
+	json_t *last = NULL;
+	int code = 0;
+
+	for (;;) {
+		struct mu_error err;
+		int ret;
+
+		mu_error_clear(&err);
+		ret = wait_look(sess, id, array, &code, &last, &err);
+		if (ret == 1)
+			break;
+		if (ret < 0 && cli_exit_for(ret) != CLI_EXIT_UNAVAIL)
+			return cli_report_about("job", "", &err);
+		if (ret < 0 && !told) {
+			fprintf(stderr, "muster: waiting for job %" PRId64 ": %s; retrying\n", id,
+				err.msg);
+			told = true;
+		} else if (ret == 0 && told) {
+			told = false;
+		}
+		nanosleep(&ts, NULL);
+		ts.tv_nsec += 200 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000 * 1000 * 1000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000 * 1000 * 1000;
+		}
+		if (ts.tv_sec >= 2)
+			ts = (struct timespec){ 2, 0 };
+	}
+	if (sess->json) {
+		cli_print_json(array ? last : json_array_get(last, 0));
+	} else if (!quiet) {
+		size_t i;
+		json_t *j;
+		json_array_foreach(last, i, j) {
+			char *ec = cli_value_text(json_object_get(j, "exit_code"));
+			printf("Job %lld %s ExitCode=%s%s%s\n",
+			       (long long)json_integer_value(json_object_get(j, "id")),
+			       cli_str(json_object_get(j, "state"), "?"), *ec ? ec : "(null)",
+			       json_string_length(json_object_get(j, "end_reason")) ? " Reason=" : "",
+			       cli_str(json_object_get(j, "end_reason"), ""));
+			mu_free(ec);
+		}
+	}
+	json_decref(last);
+	return code;
+}
+
 int cmd_submit(struct cli_global *g, int argc, char **argv)
 {
 	struct cli_submit s = { .g = *g };
 	struct cli_session sess;
 	struct mu_error err;
 	json_t *job = NULL;
+	size_t i;
+	json_t *w;
 	int ret;
 
 	mu_error_clear(&err);
 	ret = cli_submit_parse(argc, argv, &s, &err);
 	if (ret == 1) {
 		cli_help("submit");
-		return CLI_EXIT_OK;
+		ret = CLI_EXIT_OK;
+		goto out_release;
 	}
-	if (ret < 0)
-		return cli_usage_error("submit", &err);
+	if (ret < 0) {
+		ret = cli_usage_error("submit", &err);
+		goto out_release;
+	}
+	/* sbatch prints one line per ignored option; so do we, before anything is sent */
+	json_array_foreach(s.warnings, i, w)
+		fprintf(stderr, "muster: warning: %s\n", json_string_value(w));
 	ret = cli_session_open(&sess, &s.g);
 	if (ret)
 		goto out_release;
@@ -91,13 +219,20 @@ int cmd_submit(struct cli_global *g, int argc, char **argv)
 		ret = cli_report(&err);
 		goto out_close;
 	}
-	if (sess.json)
+	if (sess.json && !s.wait)
 		cli_print_json(job);
 	else if (s.parsable)
 		printf("%lld\n", (long long)json_integer_value(json_object_get(job, "id")));
-	else
-		printf("Submitted job %lld\n", (long long)json_integer_value(json_object_get(job, "id")));
+	else if (!sess.json)
+		printf("Submitted job %lld\n",
+		       (long long)json_integer_value(json_object_get(job, "id")));
 	ret = CLI_EXIT_OK;
+	if (s.wait) {
+		/* the id line must reach a pipe before the wait, as sbatch's does */
+		fflush(stdout);
+		ret = wait_job(&sess, json_integer_value(json_object_get(job, "id")),
+			       json_object_get(s.body, "array") != NULL, s.parsable);
+	}
 	json_decref(job);
 out_close:
 	cli_session_close(&sess);

@@ -21,6 +21,7 @@ static const struct command {
 } commands[] = {
 	{ "submit", cmd_submit, "submit a gang job (sbatch)",
 	  "usage: muster submit [options] [--] COMMAND [ARGS...]\n"
+	  "       muster submit [options] SCRIPT [ARGS...]   (a file starting with #!: sbatch)\n"
 	  "       muster submit [options] --wrap 'SHELL COMMAND'\n"
 	  "  -N, --nodes N|MIN-MAX      nodes of the gang (default 1; MIN-MAX = elastic)\n"
 	  "      --min-nodes N          smallest gang an elastic job may start with\n"
@@ -42,7 +43,21 @@ static const struct command {
 	  "      --max-retries N        requeues allowed after node failure or preemption\n"
 	  "      --idempotency-key KEY  a retry with the same key returns the same job\n"
 	  "      --test-only            ask when the job would start; submit nothing\n"
-	  "      --parsable             print only the job id\n" },
+	  "      --parsable             print only the job id\n"
+	  "  -W, --wait                 block until the job (every array task) ends; exit with\n"
+	  "                             its code (docs/cli.md: 0, the job's, 124, 130, 137)\n"
+	  "Slurm's sbatch options, as in a #SBATCH line (the command line wins over the script):\n"
+	  "  -o, --output PATTERN       stdout file (%j %x %A %a %N %n %t %u %%)\n"
+	  "  -e, --error PATTERN        stderr file\n"
+	  "  -a, --array SPEC           job array: 0-15%4, 1,3,5-7, 0-15:4\n"
+	  "  -H, --hold                 submit held\n"
+	  "  -b, --begin TIME           not before: now+1hour, 16:00, 2027-01-31T08:00, tomorrow\n"
+	  "      --signal [B:]SIG[@S]   send SIG S seconds before the time limit\n"
+	  "      --gres gpu[:TYPE]:N    GPUs per node;  -G, --gpus N: in all\n"
+	  "  -n, --ntasks N             processes in all;  -c, --cpus-per-task N\n"
+	  "      --export NAME[=V],...  environment;  --requeue / --no-requeue\n"
+	  "  Resource options muster cannot honour (--constraint, --nodelist, ...) are errors;\n"
+	  "  others (--partition, --mail-type, ...) print one warning each.\n" },
 	{ "queue", cmd_queue, "list jobs (squeue)",
 	  "usage: muster queue [options]\n"
 	  "  -t, --state LIST    states: PENDING|PD, STARTING|CF, RUNNING|R, COMPLETED|CD,\n"
