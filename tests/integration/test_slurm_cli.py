@@ -1,0 +1,204 @@
+#!/usr/bin/python3
+"""Slurm workflows from the CLI, end to end: a batch script whose #SBATCH
+directives apply under a conflicting command-line flag and which runs with
+the shape they give (processes, env, arguments); a refused directive
+changes nothing; POST /v1/jobs with a `script` field; `muster submit
+--wait` exit codes for COMPLETED, FAILED (the job's code), TIMEOUT and
+CANCELLED, and a wait that rides out a muster-api restart.
+One fake-GPU agent on loopback, real muster-api + muster-scheduler."""
+import os
+import signal
+import subprocess
+import tempfile
+import time
+
+import harness
+from harness import check, check_eq
+from test_grpc_common import make_tenant, make_token
+
+S = {}
+
+
+def setup(c):
+    if S:
+        return S
+    harness.require_binary("muster-agent")
+    harness.require_binary("muster-scheduler")
+    harness.require_binary("muster")
+    c.start_api()
+    make_tenant(c, "sl")
+    c.sql("INSERT INTO quotas (tenant_id, max_gpus) SELECT id, 99 FROM tenants WHERE name = 'sl'")
+    S["user"] = make_token(c, "tenant", tenant="sl", user="sue")
+    S["agent_token"] = make_token(c, "agent", node="sl-n1")
+    c.start_process(["muster-scheduler", "--db", c.db_url], name="scheduler")
+    S["work"] = os.path.join(c.dir, "work")
+    os.makedirs(S["work"])
+    os.chmod(c.dir, 0o755)
+    os.chmod(S["work"], 0o777)
+    c.start_process(
+        [harness.binary("muster-agent"), "--api", "127.0.0.1:%d" % c.grpc_port, "--node", "sl-n1",
+         "--address", "127.0.0.1", "--state-dir", os.path.join(c.dir, "agent-state"),
+         "--gpu-backend", "fake", "--fake-gpus", "8", "--heartbeat-interval", "300ms"]
+        + c.agent_flags(),
+        env={"MUSTER_AGENT_TOKEN": S["agent_token"]}, name="agent",
+        wait_for=lambda: c.sql_value("SELECT count(*) FROM nodes WHERE name = 'sl-n1' AND up") == "1")
+    return S
+
+
+def cli_env(c):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("MUSTER_")}
+    e["HOME"] = tempfile.gettempdir() + "/muster-cli-nohome"
+    e["MUSTER_URL"] = c.api_url
+    e["MUSTER_TOKEN"] = S["user"]
+    return e
+
+
+def run(c, *args, timeout=90):
+    r = subprocess.run([harness.binary("muster")] + list(args), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, env=cli_env(c), cwd=S["work"],
+                       timeout=timeout)
+    return r.returncode, r.stdout, r.stderr
+
+
+def script(name, text):
+    p = os.path.join(S["work"], name)
+    with open(p, "w") as f:
+        f.write(text)
+    os.chmod(p, 0o755)
+    return p
+
+
+def job(c, jid):
+    st, _, b = c.api("GET", "/v1/jobs/%s" % jid, token=S["user"])
+    check_eq(st, 200, b)
+    return b
+
+
+def logs(c, jid, rank):
+    st, _, body = c.api("GET", "/v1/jobs/%s/logs?local_rank=%d" % (jid, rank), token=S["user"])
+    check_eq(st, 200, body)
+    return body
+
+
+def njobs(c):
+    return c.sql_value("SELECT count(*) FROM jobs")
+
+
+def test_script_directives_under_the_command_line(c):
+    setup(c)
+    p = script("train.sbatch",
+               "#!/bin/sh\n"
+               "# a comment, then the directives\n"
+               "#SBATCH -N 1 --ntasks-per-node=2\n"
+               "#SBATCH -J fromscript -t 5\n"
+               "#SBATCH --export=FOO=bar\n"
+               "#SBATCH --mail-type=END\n"
+               "echo \"rank=$LOCAL_RANK foo=$FOO args=$* pwd=$(pwd)\"\n"
+               "#SBATCH --nodes=9\n")
+    rc, out, err = run(c, "submit", "--wait", "-J", "cli", p, "a1", "a 2")
+    check_eq(rc, 0, out, err)
+    lines = out.splitlines()
+    check(lines[0].startswith("Submitted job "), out)
+    jid = lines[0].split()[-1]
+    check_eq(lines[1], "Job %s COMPLETED ExitCode=0 Reason=completed" % jid, out)
+    check_eq(err, "muster: warning: train.sbatch: line 6: --mail-type: muster sends no mail; ignored\n")
+    j = job(c, jid)
+    # -J from the command line; the rest from the script (a directive after the
+    # first command is not one, as in sbatch)
+    check_eq((j["name"], j["nodes"], j["procs_per_node"], j["time_limit"]), ("cli", 1, 2, 300), j)
+    check_eq(j["env"], {"FOO": "bar"})
+    check_eq(j["workdir"], S["work"])
+    for rank in (0, 1):
+        check_eq(logs(c, jid, rank), "rank=%d foo=bar args=a1 a 2 pwd=%s\n" % (rank, S["work"]))
+
+
+def test_refused_directive_changes_nothing(c):
+    setup(c)
+    before = njobs(c)
+    p = script("bad.sbatch", "#!/bin/sh\n#SBATCH -N 1\n#SBATCH --nodelist=n[1-4]\ntrue\n")
+    rc, out, err = run(c, "submit", p)
+    check_eq(rc, 2, out, err)
+    check_eq(out, "")
+    check("bad.sbatch: line 3: --nodelist cannot be honoured" in err, err)
+    check_eq(len(err.splitlines()), 1, err)
+    for flag in (["--constraint=a100"], ["--gres=fpga:1"], ["--begin=someday"],
+                 ["--signal=NOPE@5"], ["-a", "x-y"]):
+        rc, out, err = run(c, "submit", *flag, "--", "true")
+        check_eq(rc, 2, flag, out, err)
+    check_eq(njobs(c), before)
+
+
+def test_rest_script_field(c):
+    setup(c)
+    text = ("#!/bin/sh\n#SBATCH -J rest-script --ntasks-per-node=1\n#SBATCH --export=X=y\n"
+            "echo \"x=$X $1\"\nexit 3\n")
+    st, _, b = c.api("POST", "/v1/jobs", {"script": text, "script_args": ["arg1"]}, token=S["user"])
+    check_eq(st, 201, b)
+    check_eq((b["name"], b["nodes"], b["gpus_per_node"], b["env"]), ("rest-script", 1, 0, {"X": "y"}))
+    c.wait_until(lambda: job(c, b["id"])["state"] == "FAILED", 30, "script job FAILED")
+    check_eq(job(c, b["id"])["exit_code"], 3)
+    check_eq(logs(c, b["id"], 0), "x=y arg1\n")
+    before = njobs(c)
+    for body, field in (({"script": "#!/bin/sh\n#SBATCH --constraint=x\n"}, "script"),
+                        ({"script": "#!/bin/sh\n#SBATCH -N 0\n"}, "script"),
+                        ({"script": "true", "command": ["true"]}, "command"),
+                        ({"script": 7}, "script"),
+                        ({"script": "x" * (100 * 1024 + 1)}, "script")):
+        st, _, b = c.api("POST", "/v1/jobs", body, token=S["user"])
+        check_eq((st, b.get("field")), (400, field), b)
+    check_eq(njobs(c), before)
+
+
+def test_wait_exit_codes(c):
+    setup(c)
+    rc, out, err = run(c, "submit", "--wait", "--wrap", "exit 3")
+    check_eq(rc, 3, out, err)
+    check(" FAILED ExitCode=3" in out, out)
+    rc, out, err = run(c, "submit", "--wait", "--parsable", "--wrap", "true")
+    check_eq(rc, 0, out, err)
+    check(out.strip().isdigit(), out)  # --parsable: the id alone
+    rc, out, err = run(c, "submit", "--wait", "-t", "0:02", "--wrap", "sleep 60")
+    check_eq(rc, 124, out, err)
+    check(" TIMEOUT " in out, out)
+    # CANCELLED: the wait is a live process while the job is cancelled
+    p = subprocess.Popen([harness.binary("muster"), "submit", "--wait", "--parsable", "--wrap",
+                          "sleep 60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=cli_env(c), cwd=S["work"])
+    try:
+        jid = p.stdout.readline().strip()
+        c.wait_until(lambda: job(c, jid)["state"] == "RUNNING", 30, "job RUNNING")
+        st, _, b = c.api("POST", "/v1/jobs/%s/cancel" % jid, token=S["user"])
+        check(st in (200, 202), st, b)
+        check_eq(p.wait(timeout=60), 130, p.stderr.read())
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_wait_survives_api_restart(c):
+    setup(c)
+    go = os.path.join(S["work"], "go")
+    p = subprocess.Popen([harness.binary("muster"), "submit", "--wait", "--parsable", "--wrap",
+                          "while [ ! -e %s ]; do [ -d %s ] || exit 9; sleep 0.1; done; exit 5"
+                          % (go, S["work"])],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=cli_env(c), cwd=S["work"])
+    try:
+        jid = p.stdout.readline().strip()
+        c.wait_until(lambda: job(c, jid)["state"] == "RUNNING", 30, "job RUNNING")
+        c.kill_api(signal.SIGKILL)
+        time.sleep(1.5)  # the waiting CLI meets a refused connection at least once
+        check(p.poll() is None, "the wait gave up when the API went away", p.poll())
+        open(go, "w").close()
+        c.start_api()
+        check_eq(p.wait(timeout=90), 5, p.stderr.read())
+        check_eq(job(c, jid)["state"], "FAILED")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+if __name__ == "__main__":
+    harness.main(api=False)
