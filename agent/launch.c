@@ -77,6 +77,8 @@ void ag_spec_free(struct ag_spec *s)
 	}
 	mu_free(s->nodes);
 	mu_free(s->master_addr);
+	mu_free(s->stdout_pattern);
+	mu_free(s->stderr_pattern);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -382,6 +384,9 @@ static void keeper(const struct ag_spec *s, struct ag_run *r, const struct ag_no
 		const char *wd = s->workdir && *s->workdir ? s->workdir : id->home;
 		if (chdir(wd) != 0)
 			child_fail("bad_workdir", "workdir", wd, errno);
+		char owhy[4200];
+		if ((e = ag_output_tee(s, n->name, local, id, START_FD, owhy, sizeof(owhy))) != 0)
+			child_fail("bad_output", "output file", owhy, e < -1 ? -e : EIO);
 		execvpe(s->argv[0], s->argv, env);
 		dprintf(2, "muster-agent: exec %s: %s\n", s->argv[0], strerror(errno));
 		_exit(127);

@@ -16,6 +16,7 @@ static const char *const job_fields[] = {
 	"gpu_model", "procs_per_node", "topology", "time_limit", "command", "env", "workdir",
 	"dependencies", "max_retries", "labels", "mem_per_node", "cpus_per_node",
 	"script", "script_args", /* codec_script.c */
+	"output", "error",       /* sbatch -o/-e patterns */
 	NULL,
 };
 
@@ -308,6 +309,27 @@ static int decode_topology(const json_t *body, const char *prefix, struct store_
 	return 0;
 }
 
+/* sbatch's -o/-e: a file name pattern, relative to the workdir or absolute. */
+static int decode_patterns(const json_t *body, const char *prefix, struct store_job *job,
+			   struct mu_error *err)
+{
+	static const char *const keys[] = { "output", "error" };
+	const char **dst[] = { &job->stdout_pattern, &job->stderr_pattern };
+	int ret;
+
+	for (int i = 0; i < 2; i++) {
+		*dst[i] = "";
+		ret = jv_str(body, keys[i], false, 4096, true, dst[i], prefix, err);
+		if (ret < 0)
+			return ret;
+		if (ret > 0 && (!**dst[i] || strlen(*dst[i]) != json_string_length(json_object_get(body, keys[i]))))
+			return jv_fail(err, MU_EINVAL, prefix, keys[i], "must be a non-empty file name pattern");
+		if (ret > 0 && (*dst[i])[strlen(*dst[i]) - 1] == '/')
+			return jv_fail(err, MU_EINVAL, prefix, keys[i], "must name a file, not a directory");
+	}
+	return 0;
+}
+
 int codec_job_decode(json_t *body, struct mu_arena *a, const char *prefix,
 		     struct store_job *job, struct mu_error *err)
 {
@@ -372,7 +394,7 @@ int codec_job_decode(json_t *body, struct mu_arena *a, const char *prefix,
 	ret = decode_map(body, a, prefix, "labels", 64, "_./-", 63, false, 256, &job->labels, err);
 	if (ret < 0)
 		return ret;
-	return 0;
+	return decode_patterns(body, prefix, job, err);
 }
 
 static void key(struct mu_buf *b, const char *k)
@@ -444,6 +466,8 @@ void codec_job_encode(const struct store_job *j, struct mu_buf *b)
 	kraw(b, "labels", j->labels, "{}");
 	kraw(b, "dependencies", j->dependencies, "[]");
 	kint(b, "max_retries", j->max_retries);
+	kstr(b, "output", j->stdout_pattern && *j->stdout_pattern ? j->stdout_pattern : NULL);
+	kstr(b, "error", j->stderr_pattern && *j->stderr_pattern ? j->stderr_pattern : NULL);
 	kint(b, "retries", j->retries);
 	kstr(b, "pending_reason", pending ? (j->pending_reason ? j->pending_reason : "Priority") : NULL);
 	kstr(b, "pending_message", j->pending_message ? j->pending_message : "");

@@ -105,7 +105,12 @@ int codec_script_apply(json_t *body, const char *prefix, struct mu_error *err)
 			json_object_set(body, sb.fields[i].name, v);
 		json_decref(v);
 	}
-	/* sbatch names a script it read from stdin "sbatch" */
+	/* sbatch's defaults: stdout (and stderr, without -e) in slurm-%j.out in
+	 * the workdir; a script it read from stdin is named "sbatch" */
+	if (!json_object_get(body, "output"))
+		json_object_set_new(body, "output", json_string(json_object_get(body, "array")
+									? "slurm-%A_%a.out"
+									: "slurm-%j.out"));
 	if (!json_object_get(body, "name"))
 		json_object_set_new(body, "name", json_string("sbatch"));
 	if (!json_object_get(body, "nodes"))

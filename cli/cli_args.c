@@ -784,6 +784,13 @@ int cli_submit_parse(int argc, char **argv, struct cli_submit *s, struct mu_erro
 		if (ret < 0)
 			goto out;
 	}
+	if (!json_object_get(body, "workdir") &&
+	    (json_object_get(body, "output") || json_object_get(body, "error"))) {
+		/* -o/-e are relative to the workdir: sbatch's, the directory of the submit */
+		char cwd[4096];
+		if (getcwd(cwd, sizeof(cwd)))
+			json_object_set_new(body, "workdir", json_string(cwd));
+	}
 	if (!json_object_get(body, "nodes"))
 		json_object_set_new(body, "nodes", json_integer(1));
 	if (!json_object_get(body, "gpus_per_node"))

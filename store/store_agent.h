@@ -109,6 +109,8 @@ struct store_desired_run {
 	int64_t mem_per_node;      /* bytes, 0 = none */
 	int32_t cpus_per_node;     /* 0 = none */
 	const char *unix_account;  /* the tenant's (nearest ancestor's) account, "" = none */
+	const char *stdout_pattern; /* sbatch -o, "" = none */
+	const char *stderr_pattern; /* sbatch -e, "" = none */
 	const char *gang_json;     /* [{"rank","name","address","gpus"}] in rank order:
 	                              the live members (an elastic run that shrank
 	                              lists the kept nodes, with their ranks at launch) */

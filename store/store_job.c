@@ -18,8 +18,9 @@
 	" j.dependencies::text, j.workdir, j.max_retries, j.retries, j.pending_reason,"              \
 	" j.pending_message, " TS("j.planned_start") ", j.exit_code, j.end_reason, "                 \
 	TS("j.created_at") ", " TS("j.started_at") ", " TS("j.ended_at") ", t.path,"               \
-	" coalesce(j.mem_per_node, 0), coalesce(j.cpus_per_node, 0)"
-#define JOB_NCOLS 32
+	" coalesce(j.mem_per_node, 0), coalesce(j.cpus_per_node, 0),"                              \
+	" j.stdout_pattern, j.stderr_pattern"
+#define JOB_NCOLS 34
 #define JOB_FROM                                                                                   \
 	" FROM jobs j JOIN tenants t ON t.id = j.tenant_id"                                         \
 	" JOIN priority_classes pc ON pc.id = j.priority_class_id"
@@ -72,6 +73,8 @@ static void row_to_job(struct mu_arena *a, const PGresult *r, int row, int b, st
 	j->tenant_path = cdup(a, r, row, b + 29);
 	j->mem_per_node = store_db_get_int64(r, row, b + 30);
 	j->cpus_per_node = store_db_get_int64(r, row, b + 31);
+	j->stdout_pattern = cdup(a, r, row, b + 32);
+	j->stderr_pattern = cdup(a, r, row, b + 33);
 }
 
 /* A PostgreSQL array literal of text elements. */
@@ -576,6 +579,10 @@ static void add_row(struct mu_buf *b, const struct store_job *j, int64_t tenant_
 		copy_int(b, j->cpus_per_node);
 	else
 		copy_str(b, NULL);
+	mu_buf_addc(b, '\t');
+	copy_str(b, j->stdout_pattern ? j->stdout_pattern : "");
+	mu_buf_addc(b, '\t');
+	copy_str(b, j->stderr_pattern ? j->stderr_pattern : "");
 	mu_buf_addc(b, '\n');
 }
 
@@ -633,7 +640,8 @@ static int copy_end(PGconn *c, int ret, struct store_job_submit **reqs, size_t n
 	"COPY jobs (id, tenant_id, user_name, name, priority_class_id, nodes, min_nodes,"           \
 	" gpus_per_node, gpu_model, procs_per_node, topology_required, topology_preferred,"         \
 	" time_limit, command, env, workdir, dependencies, max_retries, labels,"                     \
-	" idempotency_key, request_sha256, mem_per_node, cpus_per_node) FROM STDIN"
+	" idempotency_key, request_sha256, mem_per_node, cpus_per_node,"                            \
+	" stdout_pattern, stderr_pattern) FROM STDIN"
 
 /* Rows handed to the server at a time: it inserts one chunk while the
  * next is built. */

@@ -72,6 +72,8 @@ struct store_job {
 	const char *started_at;     /* NULL = null */
 	const char *ended_at;       /* NULL = null */
 	const char *tenant_path;
+	const char *stdout_pattern; /* in: sbatch -o ("" = none), see migration 135 */
+	const char *stderr_pattern; /* in: sbatch -e ("" = none) */
 	const char *runs;           /* get only: JSON text of the runs array, else NULL */
 	const char *events;         /* get only: JSON text of the events array, else NULL */
 };

@@ -931,6 +931,8 @@ static void push_desired(PGconn *db, struct snap *sn, size_t n)
 		r->mem_per_node = d->mem_per_node;
 		r->cpus_per_node = d->cpus_per_node;
 		r->unix_account = S(&m, d->unix_account);
+		r->stdout_pattern = S(&m, d->stdout_pattern);
+		r->stderr_pattern = S(&m, d->stderr_pattern);
 		desired_json(&m, r, d->command_json, d->env_json, d->gang_json);
 		/* the launch contract needs a rendezvous even if the scheduler left it empty */
 		if (!r->master_addr[0] && r->n_nodes)

@@ -28,7 +28,9 @@ def setup(c):
     c.start_api()
     make_tenant(c, "sl")
     c.sql("INSERT INTO quotas (tenant_id, max_gpus) SELECT id, 99 FROM tenants WHERE name = 'sl'")
-    S["user"] = make_token(c, "tenant", tenant="sl", user="sue")
+    # jobs run as a real account, so output files show whose they are
+    S["acct"] = c.make_user("sl")
+    S["user"] = make_token(c, "tenant", tenant="sl", user=S["acct"].pw_name)
     S["agent_token"] = make_token(c, "agent", node="sl-n1")
     c.start_process(["muster-scheduler", "--db", c.db_url], name="scheduler")
     S["work"] = os.path.join(c.dir, "work")
@@ -39,7 +41,7 @@ def setup(c):
         [harness.binary("muster-agent"), "--api", "127.0.0.1:%d" % c.grpc_port, "--node", "sl-n1",
          "--address", "127.0.0.1", "--state-dir", os.path.join(c.dir, "agent-state"),
          "--gpu-backend", "fake", "--fake-gpus", "8", "--heartbeat-interval", "300ms"]
-        + c.agent_flags(),
+        + c.agent_flags(identity=True),
         env={"MUSTER_AGENT_TOKEN": S["agent_token"]}, name="agent",
         wait_for=lambda: c.sql_value("SELECT count(*) FROM nodes WHERE name = 'sl-n1' AND up") == "1")
     return S
@@ -108,8 +110,46 @@ def test_script_directives_under_the_command_line(c):
     check_eq((j["name"], j["nodes"], j["procs_per_node"], j["time_limit"]), ("cli", 1, 2, 300), j)
     check_eq(j["env"], {"FOO": "bar"})
     check_eq(j["workdir"], S["work"])
+    want = ["rank=%d foo=bar args=a1 a 2 pwd=%s\n" % (rank, S["work"]) for rank in (0, 1)]
     for rank in (0, 1):
-        check_eq(logs(c, jid, rank), "rank=%d foo=bar args=a1 a 2 pwd=%s\n" % (rank, S["work"]))
+        check_eq(logs(c, jid, rank), want[rank])
+    # sbatch's default output file, in the workdir, the job's user's; both
+    # processes append to it
+    out = os.path.join(S["work"], "slurm-%s.out" % jid)
+    check_eq(sorted(open(out).readlines()), want)
+    check_eq(os.stat(out).st_uid, S["acct"].pw_uid)
+
+
+def test_output_patterns(c):
+    setup(c)
+    p = script("pat.sbatch",
+               "#!/bin/sh\n#SBATCH -J patjob --ntasks-per-node=2\n"
+               "#SBATCH -o out-%x-%j-%t.txt\n#SBATCH -e logs/err-%u-%n.txt\n"
+               "echo \"o$LOCAL_RANK\"; echo \"e$LOCAL_RANK\" >&2\n")
+    os.makedirs(os.path.join(S["work"], "logs"), exist_ok=True)
+    os.chmod(os.path.join(S["work"], "logs"), 0o777)
+    rc, out, err = run(c, "submit", "--wait", "--parsable", p)
+    check_eq(rc, 0, out, err)
+    jid = out.split()[0]
+    for t in (0, 1):
+        f = os.path.join(S["work"], "out-patjob-%s-%d.txt" % (jid, t))
+        check_eq(open(f).read(), "o%d\n" % t)
+        check_eq(os.stat(f).st_uid, S["acct"].pw_uid)
+    f = os.path.join(S["work"], "logs", "err-%s-0.txt" % S["acct"].pw_name)
+    check_eq(sorted(open(f).readlines()), ["e0\n", "e1\n"])
+    # the logs route still has every byte
+    check_eq(logs(c, jid, 1), "o1\n")
+    # a command with -o (no script): stdout there, stderr (no -e) with it
+    rc, out, err = run(c, "submit", "--wait", "--parsable", "-o", "cmd-%j.log", "--wrap",
+                       "echo to-out; echo to-err >&2")
+    check_eq(rc, 0, out, err)
+    jid = out.split()[0]
+    check_eq(sorted(open(os.path.join(S["work"], "cmd-%s.log" % jid)).readlines()),
+             ["to-err\n", "to-out\n"])
+    # a file the user may not write fails the job, with the reason
+    rc, out, err = run(c, "submit", "--wait", "-o", "/proc/nope/%j", "--wrap", "true")
+    check_eq(rc, 127, out, err)  # as a program that cannot start
+    check("Reason=bad_output" in out, out)
 
 
 def test_refused_directive_changes_nothing(c):
