@@ -1212,3 +1212,81 @@ int store_job_cancel(PGconn *c, struct mu_arena *a, const char *scope, int64_t i
 
 	return store_db_tx(c, NULL, 0, cancel_tx, &ca, err);
 }
+
+/* ---- history (sacct) ------------------------------------------------------------ */
+
+int store_job_history(PGconn *c, struct mu_arena *a, const char *scope,
+		      const struct store_job_history_filter *f, struct store_job_history_page *out,
+		      struct mu_error *err)
+{
+	/* the range and the keyset on (ended_at, id) walk jobs_ended_at_id in order */
+#define EPOCH_US(p) "('epoch'::timestamptz + (" p ")::bigint * interval '1 microsecond')"
+	static const char sql[] =
+		"SELECT " JOB_COLS ", (extract(epoch FROM j.ended_at) * 1000000)::bigint" JOB_FROM
+		" WHERE j.ended_at IS NOT NULL"
+		"   AND j.ended_at >= " EPOCH_US("$1") " AND j.ended_at < " EPOCH_US("$2")
+		"   AND (j.ended_at, j.id) > (" EPOCH_US("$3") ", $4::bigint)"
+		"   AND " IN_SCOPE("$5")
+		"   AND ($6::text[] IS NULL OR j.state = ANY($6::text[]))"
+		"   AND ($7::text IS NULL OR EXISTS (SELECT 1 FROM tenants f WHERE f.name = $7"
+		"        AND (t.path = f.path OR starts_with(t.path, f.path || '/'))))"
+		"   AND ($8::text IS NULL OR j.user_name = $8)"
+		"   AND ($9::bigint[] IS NULL OR j.id = ANY($9::bigint[]))"
+		" ORDER BY j.ended_at, j.id LIMIT $10::int";
+#undef EPOCH_US
+	char start[24], end[24], aus[24], aid[24], lim[16];
+	struct mu_buf states = MU_BUF_INIT, ids = MU_BUF_INIT;
+	const char *p[10];
+	PGresult *r = NULL;
+	int ret, rows;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(start, sizeof(start), "%lld", (long long)(f->start_us > 0 ? f->start_us : -62135596800000000LL));
+	snprintf(end, sizeof(end), "%lld", (long long)(f->end_us > 0 ? f->end_us : 253402300799000000LL));
+	snprintf(aus, sizeof(aus), "%lld", (long long)(f->after_us ? f->after_us : -62135596800000000LL));
+	snprintf(aid, sizeof(aid), "%lld", (long long)f->after_id);
+	snprintf(lim, sizeof(lim), "%d", f->limit + 1);
+	if (f->nstates) {
+		mu_buf_addc(&states, '{');
+		for (size_t i = 0; i < f->nstates; i++) {
+			if (i)
+				mu_buf_addc(&states, ',');
+			add_pg_text(&states, f->states[i]);
+		}
+		mu_buf_addc(&states, '}');
+	}
+	if (f->nids) {
+		mu_buf_addc(&ids, '{');
+		for (size_t i = 0; i < f->nids; i++)
+			mu_buf_addf(&ids, "%s%lld", i ? "," : "", (long long)f->ids[i]);
+		mu_buf_addc(&ids, '}');
+	}
+	p[0] = start;
+	p[1] = end;
+	p[2] = aus;
+	p[3] = aid;
+	p[4] = scope;
+	p[5] = f->nstates ? states.p : NULL;
+	p[6] = f->tenant;
+	p[7] = f->user;
+	p[8] = f->nids ? ids.p : NULL;
+	p[9] = lim;
+	ret = store_db_exec(c, sql, 10, p, &r, err);
+	if (ret < 0)
+		goto out;
+	rows = store_db_nrows(r);
+	out->n = (size_t)(rows > f->limit ? f->limit : rows);
+	out->items = mu_arena_alloc(a, sizeof(*out->items) * (out->n + 1));
+	for (size_t i = 0; i < out->n; i++)
+		row_to_job(a, r, (int)i, 0, &out->items[i]);
+	if (rows > f->limit) {
+		out->more = true;
+		out->next_us = store_db_get_int64(r, (int)out->n - 1, JOB_NCOLS);
+		out->next_id = out->items[out->n - 1].id;
+	}
+out:
+	store_db_clear(r);
+	mu_buf_release(&states);
+	mu_buf_release(&ids);
+	return ret;
+}

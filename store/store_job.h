@@ -161,4 +161,33 @@ int store_job_cancel(PGconn *c, struct mu_arena *a, const char *scope, int64_t i
 		     const char *who, struct store_job *out, struct mu_error *err)
 	__attribute__((warn_unused_result));
 
+/*
+ * History (sacct, GET /v1/history): jobs that ENDED in [start_us, end_us)
+ * (microseconds since the epoch; 0 = unbounded), oldest first, keyset by
+ * (ended_at, id) on the partial index of migration 135. Filters as
+ * store_job_list (states, tenant subtree, user) plus `ids` (any of).
+ */
+struct store_job_history_filter {
+	int64_t start_us, end_us;
+	const char *const *states;
+	size_t nstates;
+	const char *tenant;
+	const char *user;
+	const int64_t *ids;
+	size_t nids;
+	int64_t after_us, after_id; /* cursor: (ended_at, id) > these; 0/0 = first page */
+	int limit;                  /* 1..1000 */
+};
+
+struct store_job_history_page {
+	struct store_job *items;
+	size_t n;
+	bool more;                  /* then next_us/next_id are the cursor */
+	int64_t next_us, next_id;
+};
+
+int store_job_history(PGconn *c, struct mu_arena *a, const char *scope,
+		      const struct store_job_history_filter *f, struct store_job_history_page *out,
+		      struct mu_error *err) __attribute__((warn_unused_result));
+
 #endif

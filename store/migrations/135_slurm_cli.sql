@@ -8,3 +8,8 @@ ALTER TABLE jobs ADD COLUMN stdout_pattern text NOT NULL DEFAULT ''
     CHECK (length(stdout_pattern) <= 4096);
 ALTER TABLE jobs ADD COLUMN stderr_pattern text NOT NULL DEFAULT ''
     CHECK (length(stderr_pattern) <= 4096);
+
+-- sacct (GET /v1/history): ended jobs in a time window, oldest first,
+-- keyset by (ended_at, id), so a page of a month of a million jobs reads
+-- only its own rows.
+CREATE INDEX jobs_ended_at_id ON jobs (ended_at, id) WHERE ended_at IS NOT NULL;
