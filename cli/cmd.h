@@ -63,5 +63,6 @@ int cmd_fairshare(struct cli_global *g, int argc, char **argv);
 int cmd_scheduler(struct cli_global *g, int argc, char **argv);
 int cmd_whoami(struct cli_global *g, int argc, char **argv);
 int cmd_logs(struct cli_global *g, int argc, char **argv);
+int cmd_history(struct cli_global *g, int argc, char **argv);
 
 #endif

@@ -66,6 +66,20 @@ static const struct command {
 	  "  -A, --tenant NAME   only this tenant (and its subtree)\n"
 	  "  -u, --user NAME     only this user\n"
 	  "      --label K=V     only jobs with this label (repeatable, all must match)\n" },
+	{ "history", cmd_history, "jobs that ended in a time window (sacct)",
+	  "usage: muster history [options]\n"
+	  "  -S, --starttime TIME   ended at or after (default: midnight; with -j: any time)\n"
+	  "  -E, --endtime TIME     ended before (default: now)\n"
+	  "                         TIME: now-2days, 16:00, 2027-01-31T08:00, MMDD[YY], today, ...\n"
+	  "  -u, --user NAME        only this user\n"
+	  "  -A, --accounts TENANT  only this tenant's subtree (alias --tenant)\n"
+	  "  -s, --state LIST       COMPLETED|CD, FAILED|F, CANCELLED|CA, TIMEOUT|TO\n"
+	  "  -j, --jobs ID[,ID...]  only these jobs\n"
+	  "  -o, --format LIST      fields, NAME%WIDTH for a width: JobID,JobName,User,Tenant,\n"
+	  "                         State,ExitCode,Elapsed,NNodes,AllocGPUs,GPUHours,Submit,\n"
+	  "                         Start,End,Reason,Timelimit,QOS\n"
+	  "  -P, --parsable2        fields split by '|', none at the end\n"
+	  "  -n, --noheader         no header lines\n" },
 	{ "show", cmd_show, "show jobs with runs and events (scontrol show job)",
 	  "usage: muster show JOB [JOB...]\n" },
 	{ "cancel", cmd_cancel, "cancel jobs (scancel)", "usage: muster cancel JOB [JOB...]\n" },

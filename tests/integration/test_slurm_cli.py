@@ -6,6 +6,7 @@ changes nothing; POST /v1/jobs with a `script` field; `muster submit
 --wait` exit codes for COMPLETED, FAILED (the job's code), TIMEOUT and
 CANCELLED, and a wait that rides out a muster-api restart.
 One fake-GPU agent on loopback, real muster-api + muster-scheduler."""
+import json
 import os
 import signal
 import subprocess
@@ -238,6 +239,82 @@ def test_wait_survives_api_restart(c):
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def seed_month(c):
+    """A month of ended jobs (2026-10-01 .. 2026-10-31, one every 6 hours) in
+    tenants hi (users ann, bob) and a second tenant's job for scope."""
+    if "seeded" in S:
+        return S["seeded"]
+    make_tenant(c, "hi")
+    make_tenant(c, "hx")
+    c.sql("INSERT INTO jobs (tenant_id, user_name, name, priority_class_id, state, nodes, gpus_per_node,"
+          " time_limit, exit_code, end_reason, created_at, started_at, ended_at)"
+          " SELECT (SELECT id FROM tenants WHERE name = 'hi'), CASE WHEN g % 2 = 0 THEN 'ann' ELSE 'bob' END,"
+          "   'h' || g, (SELECT id FROM priority_classes ORDER BY id LIMIT 1),"
+          "   CASE WHEN g % 10 = 0 THEN 'FAILED' WHEN g % 10 = 5 THEN 'TIMEOUT' ELSE 'COMPLETED' END,"
+          "   2, 4, 7200, CASE WHEN g % 10 = 0 THEN 3 ELSE 0 END,"
+          "   CASE WHEN g % 10 = 0 THEN 'failed' WHEN g % 10 = 5 THEN 'timeout' ELSE 'completed' END,"
+          "   t - interval '2 hours', t - interval '90 minutes', t"
+          " FROM generate_series(0, 123) g, LATERAL (SELECT timestamptz '2026-10-01 03:00:00+00'"
+          "   + g * interval '6 hours' AS t) x")
+    c.sql("INSERT INTO jobs (tenant_id, user_name, name, priority_class_id, state, nodes, gpus_per_node,"
+          " time_limit, end_reason, created_at, started_at, ended_at)"
+          " SELECT id, 'zed', 'other', (SELECT id FROM priority_classes ORDER BY id LIMIT 1), 'COMPLETED', 1, 1,"
+          " 60, 'completed', '2026-10-02', '2026-10-02', '2026-10-02 00:00:10' FROM tenants WHERE name = 'hx'")
+    S["hi"] = make_token(c, "tenant", tenant="hi", user="ann")
+    S["seeded"] = True
+    return True
+
+
+def hist(c, *args, token=None):
+    e = cli_env(c)
+    e["MUSTER_TOKEN"] = token or S["hi"]
+    e["TZ"] = "UTC"
+    r = subprocess.run([harness.binary("muster"), "history"] + list(args), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, env=e, timeout=60)
+    return r.returncode, r.stdout, r.stderr
+
+
+def test_history_on_a_seeded_month(c):
+    setup(c)
+    seed_month(c)
+    win = ["-S", "2026-10-01T00:00", "-E", "2026-11-01T00:00"]
+    rc, out, err = hist(c, *win, "-P", "-n", "--format=JobName,User,State,ExitCode")
+    check_eq(rc, 0, err)
+    rows = out.splitlines()
+    check_eq(len(rows), 124)  # the other tenant's job is not visible
+    check_eq(rows[0], "h0|ann|FAILED|3:0")
+    check_eq(rows[1], "h1|bob|COMPLETED|0:0")
+    check_eq(rows[5], "h5|bob|TIMEOUT|0:0")
+    # -u, --state (Slurm's short names), -j, a narrower window, Elapsed and GPU-hours
+    rc, out, _ = hist(c, *win, "-P", "-n", "-u", "bob", "-s", "TO", "-o", "JobName")
+    check_eq(out.split(), ["h%d" % g for g in range(5, 124, 10)])
+    jid = c.sql_value("SELECT id FROM jobs WHERE name = 'h7'")
+    rc, out, _ = hist(c, "-j", jid, "-P", "-o", "JobID,Elapsed,NNodes,AllocGPUs,GPUHours,Start,End")
+    check_eq(out.splitlines(), ["JobID|Elapsed|NNodes|AllocGPUs|GPUHours|Start|End",
+                                "%s|01:30:00|2|8|12.00|2026-10-02T19:30:00|2026-10-02T21:00:00" % jid])
+    rc, out, _ = hist(c, "-S", "2026-10-02T00:00", "-E", "2026-10-03T00:00", "-n", "-P", "-o", "JobName")
+    check_eq(out.split(), ["h4", "h5", "h6", "h7"])
+    rc, out, _ = hist(c, "-S", "1002", "-E", "100326", "-n", "-P", "-o", "JobName")  # MMDD, MMDDYY
+    check_eq(out.split(), ["h4", "h5", "h6", "h7"])
+    # the table: fixed widths, sacct's dashes, a cut cell ends in '+'
+    rc, out, _ = hist(c, "-j", jid, "-o", "JobName%3,State")
+    check_eq(out.splitlines(), ["Jo+      State", "--- ----------", " h7  COMPLETED"])
+    # --json: the jobs themselves, paged through (1,000 a page) in order
+    rc, out, _ = hist(c, *win, "--json")
+    doc = json.loads(out)
+    check_eq([j["name"] for j in doc["items"]], ["h%d" % g for g in range(124)])
+    # default window: since midnight (nothing seeded today)
+    rc, out, _ = hist(c, "-n", "-P")
+    check_eq((rc, out), (0, ""))
+    # bad input: each a usage error (2) before any request
+    for bad in (["-S", "yesterday"], ["-E", "25:00"], ["-s", "BOGUS"], ["-j", "x"],
+                ["--format", "Nope"], ["--format", "JobID%0"], ["extra"], ["--frob"]):
+        rc, out, err = hist(c, *bad)
+        check_eq(rc, 2, bad, out, err)
+    rc, out, err = hist(c, "-s", "PD")  # a state no ended job has: the server says so
+    check_eq(rc, 1, out, err)
 
 
 if __name__ == "__main__":
