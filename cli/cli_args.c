@@ -882,7 +882,31 @@ void cli_submit_release(struct cli_submit *s)
 
 enum {
 	OPT_Q_LABEL = CLI_OPT_FIRST_PRIVATE,
+	OPT_Q_NOHEADER,
+	OPT_Q_START,
 };
+
+/* squeue's %[.|-][width]letter fields, the letters `muster queue -o` knows. */
+static const char queue_letters[] = "ijuatTDblMSrRPqVeCL%";
+
+int cli_queue_format_check(const char *fmt, struct mu_error *err)
+{
+	for (const char *p = fmt; *p; p++) {
+		if (*p != '%')
+			continue;
+		p++;
+		if (*p == '.' || *p == '-')
+			p++;
+		while (isdigit((unsigned char)*p))
+			p++;
+		if (!*p || !strchr(queue_letters, *p))
+			return mu_error_set(err, MU_EINVAL, "format",
+					    "--format: unknown field '%%%c' (known: %%i %%j %%u %%a %%t %%T "
+					    "%%D %%b %%l %%M %%S %%r %%R %%P %%q %%V %%e %%C %%L %%%%)",
+					    *p ? *p : ' ');
+	}
+	return 0;
+}
 
 int cli_queue_parse(int argc, char **argv, struct cli_queue *q, struct mu_error *err)
 {
@@ -893,6 +917,9 @@ int cli_queue_parse(int argc, char **argv, struct cli_queue *q, struct mu_error 
 		{ "account", required_argument, NULL, 'A' },
 		{ "user", required_argument, NULL, 'u' },
 		{ "label", required_argument, NULL, OPT_Q_LABEL },
+		{ "format", required_argument, NULL, 'o' },
+		{ "noheader", no_argument, NULL, OPT_Q_NOHEADER },
+		{ "start", no_argument, NULL, OPT_Q_START },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -901,10 +928,11 @@ int cli_queue_parse(int argc, char **argv, struct cli_queue *q, struct mu_error 
 	int c;
 
 	q->states = NULL;
-	q->tenant = q->user = NULL;
+	q->tenant = q->user = q->format = NULL;
+	q->noheader = q->start = false;
 	q->labels = json_array();
 	cli_getopt_reset();
-	while ((c = getopt_long(argc, argv, "+:ht:A:u:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:ht:A:u:o:", longopts, NULL)) != -1) {
 		if (cli_common_opt(&q->g, c, optarg))
 			continue;
 		switch (c) {
@@ -921,6 +949,20 @@ int cli_queue_parse(int argc, char **argv, struct cli_queue *q, struct mu_error 
 			break;
 		case 'u':
 			q->user = optarg;
+			break;
+		case 'o':
+			ret = cli_queue_format_check(optarg, err);
+			q->format = optarg;
+			break;
+		case OPT_Q_NOHEADER:
+			q->noheader = true;
+			break;
+		case OPT_Q_START:
+			/* squeue --start: the pending jobs and when they should start */
+			q->start = true;
+			mu_free(q->states);
+			q->states = mu_strdup("PENDING");
+			states_given = true;
 			break;
 		case OPT_Q_LABEL: {
 			json_t *tmp = json_object();
@@ -1019,4 +1061,28 @@ int cli_logs_parse(int argc, char **argv, struct cli_logs *l, struct mu_error *e
 		return ret;
 	l->job = argv[optind];
 	return 0;
+}
+
+void cli_array_collapse(int64_t array_job_id, const int64_t *tasks, size_t n, const char *spec,
+			char *out, size_t len)
+{
+	struct mu_buf b;
+	const char *pct = spec ? strchr(spec, '%') : NULL;
+
+	mu_buf_init(&b);
+	mu_buf_addf(&b, "%lld_[", (long long)array_job_id);
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		while (j + 1 < n && tasks[j + 1] == tasks[j] + 1)
+			j++;
+		mu_buf_addf(&b, "%s%lld", i ? "," : "", (long long)tasks[i]);
+		if (j > i)
+			mu_buf_addf(&b, "-%lld", (long long)tasks[j]);
+		i = j + 1;
+	}
+	if (pct)
+		mu_buf_adds(&b, pct);
+	mu_buf_addc(&b, ']');
+	snprintf(out, len, "%s", b.p);
+	mu_buf_release(&b);
 }

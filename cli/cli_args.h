@@ -130,10 +130,23 @@ struct cli_queue {
 	const char *tenant; /* borrowed */
 	const char *user;   /* borrowed */
 	json_t *labels;     /* new array of "k=v" strings */
+	const char *format; /* borrowed: squeue's -o/--format ("%.18i %.8j ..."), or NULL */
+	bool noheader;      /* --noheader */
+	bool start;         /* --start: pending jobs with their planned start */
 };
 
 int cli_queue_parse(int argc, char **argv, struct cli_queue *q, struct mu_error *err)
 	__attribute__((warn_unused_result));
+/* MU_EINVAL naming the first field letter of an squeue -o format muster does not know. */
+int cli_queue_format_check(const char *fmt, struct mu_error *err);
+
+/*
+ * squeue's array notation for the pending tasks of one array: task ids
+ * (ascending, borrowed) as "4-15", "1,3,5-7" or "0-12:4" ranges, with
+ * "%K" from the array spec's throttle. Writes "123_[...]" into out.
+ */
+void cli_array_collapse(int64_t array_job_id, const int64_t *tasks, size_t n, const char *spec,
+			char *out, size_t len);
 void cli_queue_release(struct cli_queue *q);
 
 /* muster logs JOB [-f] [--node-rank N] [--local-rank R] [--stderr] [--run RUN] */

@@ -10,6 +10,7 @@
 #include "alloc.h"
 #include "cli_out.h"
 #include "duration.h"
+#include "slurmtime.h"
 
 static int dry_run(struct cli_session *sess, struct cli_submit *s)
 {
@@ -251,14 +252,188 @@ static char *query_append(char *q, struct cli_session *s, const char *key, const
 	return n;
 }
 
-static void queue_row(struct cli_table *t, const json_t *job)
+/*
+ * squeue's job id text: "123", an array task "123_7", or for the first
+ * pending task of an array all its pending tasks collapsed, "123_[4-15%4]"
+ * (then *skip is set for the others: their array is shown). `items` is
+ * the whole listing.
+ */
+static void queue_id(const json_t *items, size_t at, char *out, size_t len, bool *skip)
+{
+	const json_t *job = json_array_get(items, at);
+	const json_t *aj = json_object_get(job, "array_job_id");
+	const json_t *at_task = json_object_get(job, "array_task_id");
+	const char *state = json_string_value(json_object_get(job, "state"));
+	int64_t *tasks;
+	size_t n = 0, i;
+	json_t *o;
+
+	*skip = false;
+	if (!json_is_integer(aj) || json_integer_value(aj) < 1 || !json_is_integer(at_task)) {
+		snprintf(out, len, "%lld", (long long)json_integer_value(json_object_get(job, "id")));
+		return;
+	}
+	if (!state || strcmp(state, "PENDING")) {
+		snprintf(out, len, "%lld_%lld", (long long)json_integer_value(aj),
+			 (long long)json_integer_value(at_task));
+		return;
+	}
+	/* only the first pending task of its array prints, for all of them */
+	for (i = 0; i < at; i++) {
+		o = json_array_get(items, i);
+		if (json_equal(json_object_get(o, "array_job_id"), aj) &&
+		    !strcmp(cli_str(json_object_get(o, "state"), ""), "PENDING")) {
+			*skip = true;
+			return;
+		}
+	}
+	tasks = mu_calloc(json_array_size(items) + 1, sizeof(*tasks));
+	json_array_foreach(items, i, o)
+		if (json_equal(json_object_get(o, "array_job_id"), aj) &&
+		    !strcmp(cli_str(json_object_get(o, "state"), ""), "PENDING"))
+			tasks[n++] = json_integer_value(json_object_get(o, "array_task_id"));
+	for (size_t a = 1; a < n; a++) /* insertion sort: listings come in id order already */
+		for (size_t b = a; b > 0 && tasks[b - 1] > tasks[b]; b--) {
+			int64_t t = tasks[b];
+			tasks[b] = tasks[b - 1];
+			tasks[b - 1] = t;
+		}
+	if (n == 1)
+		snprintf(out, len, "%lld_%lld", (long long)json_integer_value(aj), (long long)tasks[0]);
+	else
+		cli_array_collapse(json_integer_value(aj), tasks, n,
+				   json_string_value(json_object_get(job, "array")), out, len);
+	mu_free(tasks);
+}
+
+/* One squeue -o field of a job (new string). */
+static char *queue_field(char letter, const json_t *job, const char *id)
+{
+	long long nodes = json_integer_value(json_object_get(job, "nodes"));
+	long long gpn = json_integer_value(json_object_get(job, "gpus_per_node"));
+	const char *state = json_string_value(json_object_get(job, "state"));
+	char buf[64];
+
+	switch (letter) {
+	case 'i': return mu_strdup(id);
+	case 'j': return cli_value_text(json_object_get(job, "name"));
+	case 'u': return cli_value_text(json_object_get(job, "user"));
+	case 'a': return cli_value_text(json_object_get(job, "tenant"));
+	case 'q': return cli_value_text(json_object_get(job, "priority_class"));
+	case 't': return mu_strdup(cli_state_short(state));
+	case 'T': return mu_strdup(state ? state : "?");
+	case 'P': return mu_strdup("gpu"); /* one pool: squeue's partition column */
+	case 'D': snprintf(buf, sizeof(buf), "%lld", nodes); return mu_strdup(buf);
+	case 'C': snprintf(buf, sizeof(buf), "%lld", nodes * gpn); return mu_strdup(buf);
+	case 'b':
+		snprintf(buf, sizeof(buf), "gpu:%lld", gpn);
+		return mu_strdup(gpn ? buf : "N/A");
+	case 'l':
+		mu_duration_format(json_integer_value(json_object_get(job, "time_limit")), buf, sizeof(buf));
+		return mu_strdup(buf);
+	case 'M': {
+		const char *st = json_string_value(json_object_get(job, "started_at"));
+		int64_t t0;
+		if (!st || mu_slurmtime_parse_rfc3339(st, &t0) != 0)
+			return mu_strdup("0:00");
+		mu_duration_format((int64_t)time(NULL) - t0, buf, sizeof(buf));
+		return mu_strdup(buf);
+	}
+	case 'L': {
+		const char *st = json_string_value(json_object_get(job, "started_at"));
+		int64_t tl = json_integer_value(json_object_get(job, "time_limit"));
+		int64_t left = tl, t0;
+		if (st && mu_slurmtime_parse_rfc3339(st, &t0) == 0)
+			left = tl - ((int64_t)time(NULL) - t0);
+		mu_duration_format(left > 0 ? left : 0, buf, sizeof(buf));
+		return mu_strdup(buf);
+	}
+	case 'S': return cli_time_text(json_object_get(job, state && !strcmp(state, "PENDING")
+									? "planned_start" : "started_at"), "N/A");
+	case 'V': return cli_time_text(json_object_get(job, "created_at"), "N/A");
+	case 'e': return cli_time_text(json_object_get(job, "ended_at"), "N/A");
+	case 'r':
+	case 'R': {
+		const json_t *r = json_object_get(job, "pending_reason");
+		if (json_is_string(r) && json_string_length(r))
+			return letter == 'R' ? mu_asprintf("(%s)", json_string_value(r)) : cli_value_text(r);
+		return mu_strdup(letter == 'R' ? "" : "None");
+	}
+	default: return mu_strdup("");
+	}
+}
+
+static const char *queue_header(char letter)
+{
+	switch (letter) {
+	case 'i': return "JOBID";
+	case 'j': return "NAME";
+	case 'u': return "USER";
+	case 'a': return "ACCOUNT";
+	case 'q': return "QOS";
+	case 't': return "ST";
+	case 'T': return "STATE";
+	case 'P': return "PARTITION";
+	case 'D': return "NODES";
+	case 'C': return "GPUS";
+	case 'b': return "TRES_PER_NODE";
+	case 'l': return "TIME_LIMIT";
+	case 'M': return "TIME";
+	case 'L': return "TIME_LEFT";
+	case 'S': return "START_TIME";
+	case 'V': return "SUBMIT_TIME";
+	case 'e': return "END_TIME";
+	case 'r': return "REASON";
+	case 'R': return "NODELIST(REASON)";
+	default: return "";
+	}
+}
+
+/* One line of an squeue -o format: "%.18i" right-aligned in 18, "%-8j" left, "%j" bare. */
+static void queue_format_line(const char *fmt, const json_t *job, const char *id, FILE *out)
+{
+	for (const char *p = fmt; *p; p++) {
+		bool right = false, left = false;
+		int width = 0;
+		char *text;
+
+		if (*p != '%') {
+			fputc(*p, out);
+			continue;
+		}
+		p++;
+		if (*p == '.')
+			right = true, p++;
+		else if (*p == '-')
+			left = true, p++;
+		while (isdigit((unsigned char)*p))
+			width = width * 10 + (*p++ - '0');
+		if (*p == '%') {
+			fputc('%', out);
+			continue;
+		}
+		text = job ? queue_field(*p, job, id) : mu_strdup(queue_header(*p));
+		if (width && (int)strlen(text) > width)
+			text[width] = '\0'; /* squeue cuts to the width */
+		if (!width)
+			fputs(text, out);
+		else if (right || !left)
+			fprintf(out, right ? "%*s" : "%-*s", width, text);
+		else
+			fprintf(out, "%-*s", width, text);
+		mu_free(text);
+	}
+	fputc('\n', out);
+}
+
+static void queue_row(struct cli_table *t, const json_t *job, const char *idtext)
 {
 	long long nodes = json_integer_value(json_object_get(job, "nodes"));
 	long long gpn = json_integer_value(json_object_get(job, "gpus_per_node"));
 	const json_t *min = json_object_get(job, "min_nodes");
 	const char *state = json_string_value(json_object_get(job, "state"));
 	const json_t *reason = json_object_get(job, "pending_reason");
-	char id[32], n[48], gpus[32], tl[32];
+	char id[96], n[48], gpus[32], tl[32];
 	char *tenant = cli_value_text(json_object_get(job, "tenant"));
 	char *user = cli_value_text(json_object_get(job, "user"));
 	char *name = cli_value_text(json_object_get(job, "name"));
@@ -269,7 +444,7 @@ static void queue_row(struct cli_table *t, const json_t *job)
 		name = mu_strdup("-");
 	}
 
-	snprintf(id, sizeof(id), "%lld", (long long)json_integer_value(json_object_get(job, "id")));
+	snprintf(id, sizeof(id), "%s", idtext);
 	if (json_is_integer(min) && json_integer_value(min) != nodes)
 		snprintf(n, sizeof(n), "%lld-%lld", (long long)json_integer_value(min), nodes);
 	else
@@ -288,6 +463,30 @@ static void queue_row(struct cli_table *t, const json_t *job)
 	mu_free(tenant);
 	mu_free(user);
 	mu_free(name);
+	mu_free(why);
+}
+
+/* squeue --start: when each pending job should start. */
+static void queue_start_row(struct cli_table *t, const json_t *job, const char *id)
+{
+	char *tenant = cli_value_text(json_object_get(job, "tenant"));
+	char *user = cli_value_text(json_object_get(job, "user"));
+	char *name = cli_value_text(json_object_get(job, "name"));
+	char *start = cli_time_text(json_object_get(job, "planned_start"), "N/A");
+	char *why = queue_field('r', job, id);
+	char n[32], gpus[32];
+
+	snprintf(n, sizeof(n), "%lld", (long long)json_integer_value(json_object_get(job, "nodes")));
+	snprintf(gpus, sizeof(gpus), "%lld",
+		 (long long)(json_integer_value(json_object_get(job, "nodes")) *
+			     json_integer_value(json_object_get(job, "gpus_per_node"))));
+	cli_table_add(t, (const char *const[]){ id, tenant, user, *name ? name : "-",
+						cli_state_short(json_string_value(json_object_get(job, "state"))),
+						start, n, gpus, why });
+	mu_free(tenant);
+	mu_free(user);
+	mu_free(name);
+	mu_free(start);
 	mu_free(why);
 }
 
@@ -340,11 +539,30 @@ int cmd_queue(struct cli_global *g, int argc, char **argv)
 		cli_print_json(doc);
 		json_decref(doc);
 	} else {
-		struct cli_table *t = cli_table_new(9, hdr);
-		json_array_foreach(items, i, v)
-			queue_row(t, v);
-		cli_table_print(t, stdout);
-		cli_table_free(t);
+		static const char *const start_hdr[] = { "JOBID", "TENANT", "USER", "NAME", "ST",
+							 "START_TIME", "NODES", "GPUS", "REASON" };
+		struct cli_table *t = q.format ? NULL : cli_table_new(9, q.start ? start_hdr : hdr);
+
+		if (q.format && !q.noheader)
+			queue_format_line(q.format, NULL, NULL, stdout);
+		json_array_foreach(items, i, v) {
+			char id[96];
+			bool skip;
+
+			queue_id(items, i, id, sizeof(id), &skip);
+			if (skip)
+				continue;
+			if (q.format)
+				queue_format_line(q.format, v, id, stdout);
+			else if (q.start)
+				queue_start_row(t, v, id);
+			else
+				queue_row(t, v, id);
+		}
+		if (t) {
+			cli_table_print_opt(t, stdout, !q.noheader);
+			cli_table_free(t);
+		}
 	}
 	ret = CLI_EXIT_OK;
 	json_decref(items);

@@ -241,6 +241,37 @@ def test_wait_survives_api_restart(c):
             p.wait()
 
 
+def test_queue_format_noheader_start(c):
+    setup(c)
+    # never fits (64 GPUs on an 8-GPU node): stays PENDING
+    ids = []
+    for name in ("qa", "qb"):
+        rc, out, err = run(c, "submit", "--parsable", "-J", name, "--gpus-per-node", "64", "-t", "7",
+                           "--", "true")
+        check_eq(rc, 0, out, err)
+        ids.append(out.strip())
+    rc, out, err = run(c, "queue", "-o", "%.8i|%-4j|%t|%D|%b|%l|%%", "-t", "PD")
+    check_eq(rc, 0, out, err)
+    lines = out.splitlines()
+    check_eq(lines[0], "   JOBID|NAME|ST|NODES|TRES_PER_NODE|TIME_LIMIT|%")
+    for i, name in zip(ids, ("qa", "qb")):
+        check("%8s|%-4s|PD|1|gpu:64|7:00|%%" % (i, name) in lines, i, out)
+    rc, out, err = run(c, "queue", "--noheader", "-o", "%i", "-t", "PD")
+    check_eq(rc, 0, out, err)
+    check(set(ids) <= set(out.split()) and "JOBID" not in out, out)
+    rc, out, err = run(c, "queue", "--noheader", "-t", "PD")
+    check("JOBID" not in out and ids[0] in out, out)
+    rc, out, err = run(c, "queue", "--start")
+    check_eq(rc, 0, out, err)
+    check(out.splitlines()[0].split()[:6] == ["JOBID", "TENANT", "USER", "NAME", "ST", "START_TIME"], out)
+    check(all(l.split()[4] == "PD" for l in out.splitlines()[1:]), out)
+    rc, out, err = run(c, "queue", "-o", "%Z")
+    check_eq(rc, 2, out, err)
+    check("'%Z'" in err, err)
+    for i in ids:
+        c.api("POST", "/v1/jobs/%s/cancel" % i, token=S["user"])
+
+
 def seed_month(c):
     """A month of ended jobs (2026-10-01 .. 2026-10-31, one every 6 hours) in
     tenants hi (users ann, bob) and a second tenant's job for scope."""

@@ -9,10 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "alloc.h"
 #include "cli_args.h"
+#include "cli_history.h"
 
 #define ARGV(...) ((char *[]){ __VA_ARGS__, NULL })
 #define ARGC(...) ((int)(sizeof((char *[]){ __VA_ARGS__ }) / sizeof(char *)))
@@ -161,15 +163,82 @@ static void wait_codes(void **state)
 	json_decref(big);
 }
 
+static void queue_notation(void **state)
+{
+	static const int64_t a[] = { 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
+	static const int64_t b[] = { 1, 3, 5, 6, 7 };
+	char out[96];
+	struct mu_error err;
+	(void)state;
+	cli_array_collapse(123, a, 12, "0-15%4", out, sizeof(out));
+	assert_string_equal(out, "123_[4-15%4]");
+	cli_array_collapse(9, b, 5, "1,3,5-7", out, sizeof(out));
+	assert_string_equal(out, "9_[1,3,5-7]");
+	assert_int_equal(cli_queue_format_check("%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R %%", &err), 0);
+	assert_int_equal(cli_queue_format_check("%-10j|%S", &err), 0);
+	assert_int_equal(cli_queue_format_check("%.18z", &err), MU_EINVAL);
+	assert_non_null(strstr(err.msg, "'%z'"));
+	assert_int_equal(cli_queue_format_check("%.18", &err), MU_EINVAL);
+}
+
+static void history_args(void **state)
+{
+	struct cli_history h = { 0 };
+	struct mu_error err;
+	/* 2026-12-02T10:30:00Z; TZ=UTC (main) */
+	const int64_t now = 1796207400;
+	(void)state;
+	assert_int_equal(cli_history_parse(ARGC("history", "-S", "now-1days", "-E", "16:00", "-u", "ann",
+						"-s", "CD,F", "-A", "t1"),
+					   ARGV("history", "-S", "now-1days", "-E", "16:00", "-u", "ann", "-s",
+						"CD,F", "-A", "t1"),
+					   now, &h, &err),
+			 0);
+	assert_string_equal(h.query, "user=ann&tenant=t1&start=2026-12-01T10%3A30%3A00Z"
+				     "&end=2026-12-02T16%3A00%3A00Z&state=COMPLETED%2CFAILED");
+	assert_int_equal(h.ncols, 8);
+	cli_history_release(&h);
+	/* -j alone: no window; a default start (midnight) otherwise */
+	assert_int_equal(cli_history_parse(ARGC("history", "-j", "4,5", "-o", "JobID%4,account", "-P"),
+					   ARGV("history", "-j", "4,5", "-o", "JobID%4,account", "-P"), now,
+					   &h, &err),
+			 0);
+	assert_string_equal(h.query, "job=4%2C5");
+	assert_int_equal(h.ncols, 2);
+	assert_int_equal(h.cols[0].width, 4);
+	assert_true(h.parsable);
+	cli_history_release(&h);
+	assert_int_equal(cli_history_parse(1, ARGV("history"), now, &h, &err), 0);
+	assert_string_equal(h.query, "start=2026-12-02T00%3A00%3A00Z");
+	cli_history_release(&h);
+	{
+		static const char *const bad[][2] = {
+			{ "-S", "yesterday" }, { "-E", "2027-13-01" }, { "-o", "Bogus" }, { "-o", "JobID%x" },
+			{ "-j", "1;2" },       { "-s", "NOPE" },       { "--frob", "x" },
+		};
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			memset(&h, 0, sizeof(h));
+			if (cli_history_parse(3, ARGV("history", (char *)bad[i][0], (char *)bad[i][1]), now, &h,
+					      &err) >= 0)
+				fail_msg("%s %s accepted", bad[i][0], bad[i][1]);
+			cli_history_release(&h);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(script_under_command_line),
 		cmocka_unit_test(slurm_options),
 		cmocka_unit_test(wait_codes),
+		cmocka_unit_test(queue_notation),
+		cmocka_unit_test(history_args),
 	};
 	int fd, ret;
 
+	setenv("TZ", "UTC", 1);
+	tzset();
 	snprintf(script_path, sizeof(script_path), "/tmp/muster-sbatch-XXXXXX");
 	fd = mkstemp(script_path);
 	if (fd < 0)
