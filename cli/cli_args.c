@@ -33,6 +33,15 @@ bool cli_common_opt(struct cli_global *g, int c, const char *arg)
 	}
 }
 
+void (*cli_option_sink)(const char *optstring, const struct option *longopts);
+
+int cli_getopt_long(int argc, char **argv, const char *optstring, const struct option *longopts)
+{
+	if (cli_option_sink)
+		cli_option_sink(optstring, longopts);
+	return getopt_long(argc, argv, optstring, longopts, NULL);
+}
+
 void cli_getopt_reset(void)
 {
 	/* glibc: optind = 0 re-initialises its internal state (the "+" mode too). */
@@ -633,7 +642,7 @@ int cli_submit_parse(int argc, char **argv, struct cli_submit *s, struct mu_erro
 	submit_options(longopts, own_short, &opts, &optstring);
 
 	cli_getopt_reset();
-	while ((c = getopt_long(argc, argv, optstring, opts, NULL)) != -1) {
+	while ((c = cli_getopt_long(argc, argv, optstring, opts)) != -1) {
 		if (cli_common_opt(&s->g, c, optarg))
 			continue;
 		if (c > 0 && c < 0x100 && !strchr(own_short, c) && sbatch_short(c) >= 0)
@@ -932,7 +941,7 @@ int cli_queue_parse(int argc, char **argv, struct cli_queue *q, struct mu_error 
 	q->noheader = q->start = false;
 	q->labels = json_array();
 	cli_getopt_reset();
-	while ((c = getopt_long(argc, argv, "+:ht:A:u:o:", longopts, NULL)) != -1) {
+	while ((c = cli_getopt_long(argc, argv, "+:ht:A:u:o:", longopts)) != -1) {
 		if (cli_common_opt(&q->g, c, optarg))
 			continue;
 		switch (c) {
@@ -1023,7 +1032,7 @@ int cli_logs_parse(int argc, char **argv, struct cli_logs *l, struct mu_error *e
 	l->node_rank = l->local_rank = l->run_id = 0;
 	cli_getopt_reset();
 	/* no '+': `muster logs 12 -f` reads as well as `muster logs -f 12` */
-	while ((c = getopt_long(argc, argv, ":hf", longopts, NULL)) != -1) {
+	while ((c = cli_getopt_long(argc, argv, ":hf", longopts)) != -1) {
 		if (cli_common_opt(&l->g, c, optarg))
 			continue;
 		switch (c) {

@@ -46,6 +46,16 @@ bool cli_common_opt(struct cli_global *g, int c, const char *arg);
 /* Resets getopt for a fresh parse of a new argv. */
 void cli_getopt_reset(void);
 
+/*
+ * getopt_long for every command's parser. With `cli_option_sink` set (only
+ * `muster completion`, in a child process of its own) it hands the
+ * command's table to the sink instead, which does not return: completion
+ * is generated from the very tables the parsers read.
+ */
+struct option;
+extern void (*cli_option_sink)(const char *optstring, const struct option *longopts);
+int cli_getopt_long(int argc, char **argv, const char *optstring, const struct option *longopts);
+
 /* Fills `err` for the getopt return `c` ('?' or ':') of argv. Returns MU_EINVAL. */
 int cli_getopt_error(int c, int optopt_val, char **argv, int idx, struct mu_error *err);
 

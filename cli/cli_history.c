@@ -138,7 +138,7 @@ int cli_history_parse(int argc, char **argv, int64_t now, struct cli_history *h,
 	h->parsable = h->noheader = false;
 	h->ncols = 0;
 	cli_getopt_reset();
-	while ((c = getopt_long(argc, argv, "+:hS:E:u:A:s:j:o:Pna", longopts, NULL)) != -1) {
+	while ((c = cli_getopt_long(argc, argv, "+:hS:E:u:A:s:j:o:Pna", longopts)) != -1) {
 		if (cli_common_opt(&h->g, c, optarg))
 			continue;
 		switch (c) {

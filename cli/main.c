@@ -135,9 +135,22 @@ static const struct command {
 	  "usage: muster scheduler\n" },
 	{ "whoami", cmd_whoami, "the role, tenant and user of the token in use",
 	  "usage: muster whoami\n" },
+	{ "completion", cmd_completion, "print a bash completion script (from the option tables)",
+	  "usage: muster completion bash\n"
+	  "  e.g.  source <(muster completion bash)\n" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+const struct cli_command_info *cli_commands(size_t *n)
+{
+	static struct cli_command_info info[NCOMMANDS];
+
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		info[i] = (struct cli_command_info){ commands[i].name, commands[i].fn };
+	*n = NCOMMANDS;
+	return info;
+}
 
 void cli_help(const char *cmd)
 {

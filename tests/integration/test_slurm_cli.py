@@ -272,6 +272,32 @@ def test_queue_format_noheader_start(c):
         c.api("POST", "/v1/jobs/%s/cancel" % i, token=S["user"])
 
 
+def complete(script, *words):
+    """COMPREPLY of the generated completion for `muster WORDS...` (last word being completed)."""
+    prog = (script + "\nCOMP_WORDS=(muster %s); COMP_CWORD=%d; _muster; printf '%%s\\n' \"${COMPREPLY[@]}\"\n"
+            % (" ".join("'%s'" % w for w in words), len(words)))
+    r = subprocess.run(["bash", "-c", prog], capture_output=True, text=True, timeout=30)
+    check_eq(r.returncode, 0, r.stderr)
+    return r.stdout.split()
+
+
+def test_bash_completion_from_the_option_tables():
+    r = subprocess.run([harness.binary("muster"), "completion", "bash"], capture_output=True,
+                       text=True, timeout=30)
+    check_eq(r.returncode, 0, r.stderr)
+    script = r.stdout
+    check_eq(subprocess.run(["bash", "-n"], input=script, text=True).returncode, 0)
+    check_eq(complete(script, "sub"), ["submit"])
+    got = complete(script, "submit", "--ar")
+    check_eq(got, ["--array="])  # from common/sbatch.c's table
+    check("--wait" in complete(script, "submit", "--wa"), "")
+    check_eq(complete(script, "queue", "--no"), ["--noheader"])
+    check_eq(complete(script, "history", "--format=Job"), ["--format=JobID", "--format=JobName"])
+    check_eq(complete(script, "queue", "-t", "RUN"), ["RUNNING"])
+    r = subprocess.run([harness.binary("muster"), "completion", "zsh"], capture_output=True, text=True)
+    check_eq(r.returncode, 2, r.stderr)
+
+
 def seed_month(c):
     """A month of ended jobs (2026-10-01 .. 2026-10-31, one every 6 hours) in
     tenants hi (users ann, bob) and a second tenant's job for scope."""
