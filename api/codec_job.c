@@ -15,7 +15,7 @@ static const char *const job_fields[] = {
 	"tenant", "user", "name", "priority_class", "nodes", "min_nodes", "gpus_per_node",
 	"gpu_model", "procs_per_node", "topology", "time_limit", "command", "env", "workdir",
 	"dependencies", "max_retries", "labels", "mem_per_node", "cpus_per_node",
-	"script", "script_args", /* codec_script.c */
+	"script", "script_args", "batch_host", /* codec_script.c */
 	"output", "error",       /* sbatch -o/-e patterns */
 	NULL,
 };

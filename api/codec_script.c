@@ -22,10 +22,26 @@ static const char wrapper[] =
 	"shift\n"
 	"\"$f\" \"$@\"\n";
 
+/* --batch-host: sbatch's shape, the script once on the rank-0 node (its
+ * first process), which starts its own launcher from $MUSTER_HOSTFILE;
+ * every other process of the gang ends at once (its node stays the run's
+ * until the run ends). */
+static const char wrapper_batch_host[] =
+	"[ \"${NODE_RANK:-0}\" = 0 ] && [ \"${LOCAL_RANK:-0}\" = 0 ] || exit 0\n"
+	"f=$(mktemp \"${TMPDIR:-/tmp}/muster-batch.XXXXXX\") || exit 1\n"
+	"trap 'rm -f \"$f\"' EXIT\n"
+	"trap 'exit 143' TERM\n"
+	"trap 'exit 130' INT\n"
+	"printf '%s' \"$1\" >\"$f\" && chmod 700 \"$f\" || exit 1\n"
+	"shift\n"
+	"\"$f\" \"$@\"\n";
+
 int codec_script_is_command(const json_t *command)
 {
-	return json_array_size(command) >= 5 &&
-	       !strcmp(json_string_value(json_array_get(command, 2)) ?: "", wrapper) &&
+	const char *runner = json_string_value(json_array_get(command, 2));
+
+	return json_array_size(command) >= 5 && runner &&
+	       (!strcmp(runner, wrapper) || !strcmp(runner, wrapper_batch_host)) &&
 	       !strcmp(json_string_value(json_array_get(command, 3)) ?: "", CODEC_SCRIPT_ARGV0);
 }
 
@@ -58,6 +74,8 @@ int codec_script_apply(json_t *body, const char *prefix, struct mu_error *err)
 	if (!script || json_is_null(script)) {
 		if (args && !json_is_null(args))
 			return jv_fail(err, MU_EINVAL, prefix, "script_args", "only with \"script\"");
+		if (json_object_get(body, "batch_host") && !json_is_null(json_object_get(body, "batch_host")))
+			return jv_fail(err, MU_EINVAL, prefix, "batch_host", "only with \"script\"");
 		return 0;
 	}
 	if (!json_is_string(script))
@@ -117,7 +135,16 @@ int codec_script_apply(json_t *body, const char *prefix, struct mu_error *err)
 		json_object_set_new(body, "nodes", json_integer(1));
 	if (!json_object_get(body, "gpus_per_node"))
 		json_object_set_new(body, "gpus_per_node", json_integer(0));
-	command = json_pack("[s, s, s, s, O]", "/bin/sh", "-c", wrapper, CODEC_SCRIPT_ARGV0, script);
+	{
+		const json_t *bh = json_object_get(body, "batch_host");
+		if (bh && !json_is_boolean(bh) && !json_is_null(bh)) {
+			ret = jv_fail(err, MU_ETYPE, prefix, "batch_host", "must be a boolean");
+			goto out;
+		}
+		command = json_pack("[s, s, s, s, O]", "/bin/sh", "-c",
+				    json_is_true(bh) ? wrapper_batch_host : wrapper, CODEC_SCRIPT_ARGV0,
+				    script);
+	}
 	json_array_foreach(args, i, a)
 		json_array_append(command, a);
 	json_object_set_new(body, "command", command);

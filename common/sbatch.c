@@ -466,6 +466,14 @@ static int ap_signal(struct mu_sbatch *sb, const char *opt, const char *v, int l
 	return 0;
 }
 
+static int ap_batch_host(struct mu_sbatch *sb, const char *opt, const char *v, int line,
+			 struct mu_error *err)
+{
+	(void)opt, (void)v, (void)line, (void)err;
+	set_field(sb, "batch_host", mu_strdup("true"));
+	return 0;
+}
+
 static int ap_requeue(struct mu_sbatch *sb, const char *opt, const char *v, int line,
 		      struct mu_error *err)
 {
@@ -646,6 +654,8 @@ static const struct opt table[] = {
 	APPLY("account", 'A', true, ap_tenant, "tenant"),
 	APPLY("export", 0, true, ap_export, "[NONE,]NAME[=VALUE][,...]: environment"),
 	APPLY("chdir", 'D', true, ap_workdir, "working directory"),
+	APPLY("batch-host", 0, false, ap_batch_host,
+	      "run the script once, on the rank-0 node, with the hostfile (sbatch's shape)"),
 	REFUSE("constraint", 'C', true, "node features are not modelled (use --gpus-per-node TYPE:N)"),
 	REFUSE("nodelist", 'w', true, "muster places jobs itself; nodes cannot be named"),
 	REFUSE("exclude", 'x', true, "muster places jobs itself; nodes cannot be excluded"),

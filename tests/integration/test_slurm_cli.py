@@ -153,6 +153,21 @@ def test_output_patterns(c):
     check("Reason=bad_output" in out, out)
 
 
+def test_batch_host_runs_the_script_once(c):
+    setup(c)
+    p = script("once.sbatch", "#!/bin/sh\n#SBATCH --ntasks-per-node=3 --batch-host\n"
+               "echo \"once rank=$RANK of $WORLD_SIZE hostfile=$(cat $MUSTER_HOSTFILE)\"\n")
+    rc, out, err = run(c, "submit", "--wait", "--parsable", p)
+    check_eq(rc, 0, out, err)
+    jid = out.split()[0]
+    check_eq(open(os.path.join(S["work"], "slurm-%s.out" % jid)).read(),
+             "once rank=0 of 3 hostfile=127.0.0.1 slots=0\n")
+    # batch_host without a script is refused
+    st, _, b = c.api("POST", "/v1/jobs", {"nodes": 1, "gpus_per_node": 0, "command": ["true"],
+                                          "batch_host": True}, token=S["user"])
+    check_eq((st, b.get("field")), (400, "batch_host"), b)
+
+
 def test_refused_directive_changes_nothing(c):
     setup(c)
     before = njobs(c)
