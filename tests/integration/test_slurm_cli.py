@@ -205,6 +205,31 @@ def test_rest_script_field(c):
     check_eq(njobs(c), before)
 
 
+def test_grpc_script_field(c):
+    setup(c)
+    import test_grpc_common as g
+    pb = g.load()
+    J = pb["jobs"]
+    ch = g.channel(c)
+    try:
+        stub = pb["jobs_grpc"].JobServiceStub(ch)
+        r = stub.Submit(J.SubmitJobRequest(job=J.JobSpec(
+            script="#!/bin/sh\n#SBATCH -J grpc-script -o g-%j.out\necho \"$1\"\n",
+            script_args=["from-grpc"])), metadata=g.md(S["user"]), timeout=20)
+        check_eq((r.job.name, r.job.output, r.job.error), ("grpc-script", "g-%j.out", ""))
+        c.wait_until(lambda: job(c, r.job.id)["state"] == "COMPLETED", 30, "gRPC script job")
+        check_eq(logs(c, r.job.id, 0), "from-grpc\n")
+        try:
+            stub.Submit(J.SubmitJobRequest(job=J.JobSpec(script="#!/bin/sh\n#SBATCH -w n1\n")),
+                        metadata=g.md(S["user"]), timeout=20)
+            check(False, "a refused directive was accepted over gRPC")
+        except g.grpc.RpcError as e:
+            check_eq(e.code(), g.grpc.StatusCode.INVALID_ARGUMENT)
+            check("--nodelist" in e.details(), e.details())
+    finally:
+        ch.close()
+
+
 def test_wait_exit_codes(c):
     setup(c)
     rc, out, err = run(c, "submit", "--wait", "--wrap", "exit 3")
