@@ -847,6 +847,12 @@ out:
 	mu_sbatch_release(&cli_sb);
 	mu_free(opts);
 	mu_free(optstring);
+	if (ret != 0) { /* help or an error: nothing for the caller to release */
+		json_decref(s->warnings);
+		s->warnings = NULL;
+		mu_free(s->script_name);
+		s->script_name = NULL;
+	}
 	json_decref(body);
 	json_decref(deps);
 	json_decref(labels);
