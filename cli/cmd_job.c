@@ -86,7 +86,7 @@ static int wait_look(struct cli_session *sess, int64_t id, bool array, int *code
 	int ret;
 
 	if (array) {
-		char *path = mu_asprintf("/v1/jobs?array_job_id=%" PRId64 "&state=all", id);
+		char *path = mu_asprintf("/v1/jobs?array_job_id=%" PRId64, id);
 		ret = cli_get_all(sess, path, &items, err);
 		mu_free(path);
 	} else {
