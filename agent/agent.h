@@ -212,9 +212,25 @@ struct ag_spec {
 	int signal;            /* sent signal_before_s ahead of the time limit, 0 = none */
 	int signal_before_s;
 	bool signal_batch_only; /* only the processes the agent started, not their children */
+	char *stdout_pattern;  /* sbatch -o ("" = none): see ag_output_open */
+	char *stderr_pattern;  /* sbatch -e ("" = none) */
+	int64_t array_job_id, array_task_id;
 };
 
 void ag_spec_free(struct ag_spec *s);
+
+/*
+ * sbatch's -o/-e (output.c). In the job's forked process, as the account,
+ * in its workdir, with stdout/stderr already on the run's logs: when the
+ * spec has patterns, opens their files (append, 0644) and forks; the
+ * child returns 0 (to exec, its stdout/stderr now pipes) and the parent
+ * becomes the tee that copies to both the run's logs and the files, then
+ * exits with the program's status (it never returns). No pattern: 0 at
+ * once. A file that cannot be opened: -errno (or -1) with `why` the path
+ * or the call.
+ */
+int ag_output_tee(const struct ag_spec *s, const char *node, int local_rank,
+		  const struct ag_ident *id, int start_fd, char *why, size_t whyn);
 
 /* The environment of local process `local_rank` of the run: `base`
  * (normally environ, borrowed; MUSTER_* entries are dropped so the agent's

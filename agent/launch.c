@@ -80,6 +80,8 @@ void ag_spec_free(struct ag_spec *s)
 	}
 	mu_free(s->nodes);
 	mu_free(s->master_addr);
+	mu_free(s->stdout_pattern);
+	mu_free(s->stderr_pattern);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -521,6 +523,9 @@ static void keeper(const struct ag_spec *s, struct ag_run *r, const struct ag_no
 		const char *wd = s->workdir && *s->workdir ? s->workdir : id->home;
 		if (chdir(wd) != 0)
 			child_fail("bad_workdir", "workdir", wd, errno);
+		char owhy[4200];
+		if ((e = ag_output_tee(s, n->name, local, id, START_FD, owhy, sizeof(owhy))) != 0)
+			child_fail("bad_output", "output file", owhy, e < -1 ? -e : EIO);
 		/* A launcher would die of the pre-timeout signal (torchrun,
 		 * deepspeed and accelerate leave USR1 at its default): it
 		 * ignores it, and so do its workers unless they install a

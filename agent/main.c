@@ -224,6 +224,10 @@ static void spec_from(struct ag_spec *s, const Muster__V1__DesiredRun *d)
 	s->mem_per_node = d->mem_per_node;
 	s->cpus_per_node = d->cpus_per_node;
 	spec_from_launch(s, d);
+	s->stdout_pattern = mu_strdup(d->stdout_pattern ? d->stdout_pattern : "");
+	s->stderr_pattern = mu_strdup(d->stderr_pattern ? d->stderr_pattern : "");
+	s->array_job_id = d->array_job_id;
+	s->array_task_id = d->array_task_id;
 }
 
 /* Rewrites a live run's hostfile when its gang changed (elastic shrink). */

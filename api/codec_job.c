@@ -7,17 +7,22 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "codec_script.h"
 #include "config.h"
 #include "duration.h"
 #include "jv.h"
 #include "launcher.h"
 #include "lists.h"
+#include "sbatch.h"
 
 static const char *const job_fields[] = {
 	"tenant", "user", "name", "priority_class", "nodes", "min_nodes", "gpus_per_node",
 	"gpu_model", "procs_per_node", "topology", "time_limit", "command", "env", "workdir",
 	"dependencies", "max_retries", "labels", "mem_per_node", "cpus_per_node",
-	"launcher", "on_shrink", "signal", NULL,
+	"launcher", "on_shrink", "signal",
+	"script", "script_args", "batch_host", /* codec_script.c */
+	"output", "error",       /* sbatch -o/-e patterns */
+	NULL,
 };
 
 #define MEM_MIN (1LL << 20) /* 1 MiB */
@@ -171,6 +176,8 @@ static int decode_command(const json_t *body, struct mu_arena *a, const char *pr
 			  struct store_job *job, struct mu_error *err)
 {
 	const json_t *v = json_object_get(body, "command");
+	/* a batch script is one argv string: its own cap (codec_script.c) */
+	size_t item_max = codec_script_is_command(v) ? MU_SBATCH_MAX_SCRIPT : 4096;
 	char key[32];
 	size_t i;
 	json_t *item;
@@ -183,10 +190,10 @@ static int decode_command(const json_t *body, struct mu_arena *a, const char *pr
 	if (json_array_size(v) < 1 || json_array_size(v) > 1024)
 		return jv_fail(err, MU_ERANGE, prefix, "command", "must have 1..1024 items");
 	json_array_foreach(v, i, item) {
-		if (json_is_string(item) && json_string_length(item) <= 4096)
+		if (json_is_string(item) && json_string_length(item) <= item_max)
 			continue; /* the common case, without naming the field */
 		snprintf(key, sizeof(key), "command.%zu", i);
-		ret = jv_check_str(item, 4096, prefix, key, err);
+		ret = jv_check_str(item, item_max, prefix, key, err);
 		if (ret < 0)
 			return ret;
 	}
@@ -365,7 +372,28 @@ static int decode_launch(const json_t *body, const char *prefix, struct store_jo
 	return 0;
 }
 
-int codec_job_decode(const json_t *body, struct mu_arena *a, const char *prefix,
+/* sbatch's -o/-e: a file name pattern, relative to the workdir or absolute. */
+static int decode_patterns(const json_t *body, const char *prefix, struct store_job *job,
+			   struct mu_error *err)
+{
+	static const char *const keys[] = { "output", "error" };
+	const char **dst[] = { &job->stdout_pattern, &job->stderr_pattern };
+	int ret;
+
+	for (int i = 0; i < 2; i++) {
+		*dst[i] = "";
+		ret = jv_str(body, keys[i], false, 4096, true, dst[i], prefix, err);
+		if (ret < 0)
+			return ret;
+		if (ret > 0 && (!**dst[i] || strlen(*dst[i]) != json_string_length(json_object_get(body, keys[i]))))
+			return jv_fail(err, MU_EINVAL, prefix, keys[i], "must be a non-empty file name pattern");
+		if (ret > 0 && (*dst[i])[strlen(*dst[i]) - 1] == '/')
+			return jv_fail(err, MU_EINVAL, prefix, keys[i], "must name a file, not a directory");
+	}
+	return 0;
+}
+
+int codec_job_decode(json_t *body, struct mu_arena *a, const char *prefix,
 		     struct store_job *job, struct mu_error *err)
 {
 	int ret;
@@ -376,6 +404,10 @@ int codec_job_decode(const json_t *body, struct mu_arena *a, const char *prefix,
 	ret = jv_object(body, job_fields, prefix, "", err);
 	if (ret < 0)
 		return ret;
+	if ((ret = codec_script_apply(body, prefix, err)) < 0)
+		return ret;
+	if ((ret = jv_object(body, job_fields, prefix, "", err)) < 0)
+		return ret; /* a directive's field this server does not know */
 	if ((ret = jv_str(body, "tenant", false, 63, false, &job->tenant, prefix, err)) < 0)
 		return ret;
 	if ((ret = jv_str(body, "user", false, 64, false, &job->user, prefix, err)) < 0)
@@ -427,7 +459,7 @@ int codec_job_decode(const json_t *body, struct mu_arena *a, const char *prefix,
 		return ret;
 	if ((ret = decode_launch(body, prefix, job, err)) < 0)
 		return ret;
-	return 0;
+	return decode_patterns(body, prefix, job, err);
 }
 
 static void key(struct mu_buf *b, const char *k)
@@ -560,6 +592,8 @@ void codec_job_encode(const struct store_job *j, struct mu_buf *b)
 	kraw(b, "labels", j->labels, "{}");
 	kraw(b, "dependencies", j->dependencies, "[]");
 	kint(b, "max_retries", j->max_retries);
+	kstr(b, "output", j->stdout_pattern && *j->stdout_pattern ? j->stdout_pattern : NULL);
+	kstr(b, "error", j->stderr_pattern && *j->stderr_pattern ? j->stderr_pattern : NULL);
 	kint(b, "retries", j->retries);
 	kstr(b, "pending_reason", pending ? (j->pending_reason ? j->pending_reason : "Priority") : NULL);
 	kstr(b, "pending_message", j->pending_message ? j->pending_message : "");

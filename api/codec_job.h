@@ -18,13 +18,15 @@
 #define CODEC_JOB_MAX_BATCH 10000
 
 /*
- * Decodes the job object `body` into *job (zeroed first). Strings are
+ * Decodes the job object `body` into *job (zeroed first). A body with a
+ * "script" is first expanded in place by codec_script_apply (its #SBATCH
+ * directives become fields), so `body` must be the caller's own. Strings are
  * borrowed from `body` or allocated in `a` (the JSON texts of command, env,
  * labels, dependencies; dep_ids). `tenant`/`user` are left NULL when the
  * body has none (the handler applies the caller's defaults). time_limit is
  * seconds, or 0 when absent (class default). Returns 0 or a MU_E* code.
  */
-int codec_job_decode(const json_t *body, struct mu_arena *a, const char *prefix,
+int codec_job_decode(json_t *body, struct mu_arena *a, const char *prefix,
 		     struct store_job *job, struct mu_error *err) __attribute__((warn_unused_result));
 
 /*

@@ -196,7 +196,7 @@ struct batch {
 
 /* Decodes and checks job i of the batch, as POST /v1/jobs would one job. */
 static int decode_item(const struct batch *b, struct store_job_submit *s, size_t i,
-		       const json_t *item)
+		       json_t *item)
 {
 	char prefix[32];
 	int ret;

@@ -6,9 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "alloc.h"
+#include "buf.h"
+#include "cli_out.h"
 #include "duration.h"
+#include "sbatch.h"
 
 bool cli_common_opt(struct cli_global *g, int c, const char *arg)
 {
@@ -25,6 +31,15 @@ bool cli_common_opt(struct cli_global *g, int c, const char *arg)
 	default:
 		return false;
 	}
+}
+
+void (*cli_option_sink)(const char *optstring, const struct option *longopts);
+
+int cli_getopt_long(int argc, char **argv, const char *optstring, const struct option *longopts)
+{
+	if (cli_option_sink)
+		cli_option_sink(optstring, longopts);
+	return getopt_long(argc, argv, optstring, longopts, NULL);
 }
 
 void cli_getopt_reset(void)
@@ -326,6 +341,10 @@ enum {
 	OPT_WRAP,
 	OPT_LAUNCHER,
 	OPT_ON_SHRINK,
+	OPT_WAIT,
+	/* the Slurm options the CLI takes from common/sbatch.c's table:
+	 * OPT_SBATCH + their index there */
+	OPT_SBATCH = 0x2000,
 };
 
 /* "8" or "a100:8" (Slurm's --gpus-per-node=[type:]number). */
@@ -404,6 +423,171 @@ static int set_string(json_t *body, const char *key, const char *val, struct mu_
 	return 0;
 }
 
+/*
+ * The submit option table: the CLI's own rows, then every option of the
+ * #SBATCH table (common/sbatch.c) the CLI does not name itself, so the
+ * command line takes what a script takes. *opts and *optstring are new.
+ */
+static void submit_options(const struct option *own, const char *own_short, struct option **opts,
+			   char **optstring)
+{
+	size_t nown = 0, n = 0, ns = mu_sbatch_noptions();
+	struct mu_buf sh;
+
+	while (own[nown].name)
+		nown++;
+	*opts = mu_malloc(sizeof(**opts) * (nown + ns + 1));
+	mu_buf_init(&sh);
+	mu_buf_adds(&sh, own_short);
+	for (size_t i = 0; i < nown; i++)
+		(*opts)[n++] = own[i];
+	for (size_t i = 0; i < ns; i++) {
+		const struct mu_sbatch_option *o = mu_sbatch_option_at(i);
+		bool taken = false;
+
+		for (size_t j = 0; j < nown && !taken; j++)
+			taken = !strcmp(own[j].name, o->name);
+		if (taken)
+			continue;
+		(*opts)[n++] = (struct option){ o->name, o->has_arg ? required_argument : no_argument,
+						NULL, OPT_SBATCH + (int)i };
+		if (o->short_name && !strchr(own_short, o->short_name)) {
+			mu_buf_addc(&sh, o->short_name);
+			if (o->has_arg)
+				mu_buf_addc(&sh, ':');
+		}
+	}
+	(*opts)[n] = (struct option){ NULL, 0, NULL, 0 };
+	*optstring = mu_buf_detach(&sh);
+}
+
+/* The #SBATCH table index of short option `c`, or -1. */
+static int sbatch_short(int c)
+{
+	for (size_t i = 0; i < mu_sbatch_noptions(); i++)
+		if (mu_sbatch_option_at(i)->short_name == c)
+			return (int)i;
+	return -1;
+}
+
+/* env: adds `add`'s entries to body's "env"; `override` says who wins a name. */
+static void env_merge(json_t *body, json_t *add, bool override)
+{
+	json_t *env = json_object_get(body, "env");
+	const char *k;
+	json_t *v;
+
+	if (!env) {
+		json_object_set(body, "env", add);
+		return;
+	}
+	json_object_foreach(add, k, v)
+		if (override || !json_object_get(env, k))
+			json_object_set(env, k, v);
+}
+
+/*
+ * Puts `sb`'s fields into `body`: all of them (`override`: the command
+ * line), or only those the body lacks (a script's directives). Warnings go
+ * to `warnings` prefixed with `where` ("train.sh: line 3: ...").
+ */
+static int sbatch_merge(json_t *body, const struct mu_sbatch *sb, bool override, json_t *warnings,
+			const char *where, struct mu_error *err)
+{
+	for (size_t i = 0; i < sb->nwarnings; i++)
+		json_array_append_new(warnings, where ? json_sprintf("%s: %s", where, sb->warnings[i])
+						      : json_string(sb->warnings[i]));
+	for (size_t i = 0; i < sb->nfields; i++) {
+		const char *name = sb->fields[i].name;
+		json_t *v = json_loads(sb->fields[i].json, JSON_DECODE_ANY, NULL);
+
+		if (!v)
+			return mu_error_set(err, MU_EINTERNAL, name, "bad JSON for %s", name);
+		if (!strcmp(name, "env"))
+			env_merge(body, v, override);
+		else if (override || !json_object_get(body, name))
+			json_object_set(body, name, v);
+		json_decref(v);
+	}
+	return 0;
+}
+
+/*
+ * A batch script, as sbatch takes one: the first positional names a
+ * regular file here that starts with "#!". Its text goes in "script", the
+ * positionals after it in "script_args", its directives are read (they
+ * apply where the command line said nothing), and sbatch's defaults
+ * follow: the name is the script's base name, the workdir the directory
+ * of the submit. Anything else is a command run as given (returns 0).
+ */
+static int batch_script(struct cli_submit *s, json_t *body, const char *path, json_t *command,
+			struct mu_error *err)
+{
+	struct stat st;
+	char head[2];
+	char *text = NULL;
+	FILE *f = NULL;
+	size_t n;
+	const char *slash;
+	json_t *js, *args;
+	int ret = 0;
+
+	if (!path || stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		return 0;
+	f = fopen(path, "rb");
+	if (!f || fread(head, 1, 2, f) != 2 || head[0] != '#' || head[1] != '!')
+		goto out; /* a program, not a script: run as a command */
+	if (st.st_size > MU_SBATCH_MAX_SCRIPT) {
+		ret = mu_error_set(err, MU_ETOOBIG, "script", "%s: the script is larger than %d bytes",
+				   path, MU_SBATCH_MAX_SCRIPT);
+		goto out;
+	}
+	text = mu_malloc((size_t)st.st_size + 1);
+	rewind(f);
+	n = fread(text, 1, (size_t)st.st_size, f);
+	text[n] = '\0';
+	s->script_sb = mu_malloc(sizeof(*s->script_sb));
+	mu_sbatch_init(s->script_sb, (int64_t)time(NULL), true);
+	slash = strrchr(path, '/');
+	s->script_name = mu_strdup(slash ? slash + 1 : path);
+	ret = mu_sbatch_parse_script(s->script_sb, text, n, err);
+	if (ret < 0) {
+		char msg[sizeof(err->msg)];
+		snprintf(msg, sizeof(msg), "%s", err->msg);
+		ret = mu_error_set(err, ret, "script", "%s: %s", path, msg);
+		goto out;
+	}
+	js = json_stringn(text, n);
+	if (!js) {
+		ret = mu_error_set(err, MU_EUTF8, "script", "%s: not valid UTF-8", path);
+		goto out;
+	}
+	json_object_set_new(body, "script", js);
+	args = json_array();
+	for (size_t i = 1; i < json_array_size(command); i++)
+		json_array_append(args, json_array_get(command, i));
+	if (json_array_size(args))
+		json_object_set(body, "script_args", args);
+	json_decref(args);
+	if (!json_object_get(body, "name") && !mu_sbatch_get(s->script_sb, "name")) {
+		js = json_string(s->script_name);
+		if (js && json_string_length(js) <= 256)
+			json_object_set_new(body, "name", js);
+		else
+			json_decref(js);
+	}
+	if (!json_object_get(body, "workdir") && !mu_sbatch_get(s->script_sb, "workdir")) {
+		char cwd[4096];
+		if (getcwd(cwd, sizeof(cwd)))
+			json_object_set_new(body, "workdir", json_string(cwd));
+	}
+out:
+	mu_free(text);
+	if (f)
+		fclose(f);
+	return ret;
+}
+
 int cli_submit_parse(int argc, char **argv, struct cli_submit *s, struct mu_error *err)
 {
 	static const struct option longopts[] = {
@@ -435,9 +619,14 @@ int cli_submit_parse(int argc, char **argv, struct cli_submit *s, struct mu_erro
 		{ "wrap", required_argument, NULL, OPT_WRAP },
 		{ "launcher", required_argument, NULL, OPT_LAUNCHER },
 		{ "on-shrink", required_argument, NULL, OPT_ON_SHRINK },
+		{ "wait", no_argument, NULL, OPT_WAIT },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
+	static const char own_short[] = "+:hN:t:J:A:q:D:d:W";
+	struct option *opts = NULL;
+	char *optstring = NULL;
+	struct mu_sbatch cli_sb;
 	json_t *body = json_object();
 	json_t *deps = json_array();
 	json_t *labels = json_object();
@@ -451,14 +640,24 @@ int cli_submit_parse(int argc, char **argv, struct cli_submit *s, struct mu_erro
 
 	s->body = NULL;
 	s->idempotency_key = NULL;
-	s->test_only = s->parsable = false;
-	json_object_set_new(body, "nodes", json_integer(1));
-	json_object_set_new(body, "gpus_per_node", json_integer(0));
+	s->test_only = s->parsable = s->wait = false;
+	s->warnings = json_array();
+	mu_sbatch_init(&cli_sb, (int64_t)time(NULL), true);
+	submit_options(longopts, own_short, &opts, &optstring);
 
 	cli_getopt_reset();
-	while ((c = getopt_long(argc, argv, "+:hN:t:J:A:q:D:d:", longopts, NULL)) != -1) {
+	while ((c = cli_getopt_long(argc, argv, optstring, opts)) != -1) {
 		if (cli_common_opt(&s->g, c, optarg))
 			continue;
+		if (c > 0 && c < 0x100 && !strchr(own_short, c) && sbatch_short(c) >= 0)
+			c = OPT_SBATCH + sbatch_short(c); /* a short option of the #SBATCH table */
+		if (c >= OPT_SBATCH) {
+			ret = mu_sbatch_option(&cli_sb, mu_sbatch_option_at((size_t)(c - OPT_SBATCH))->name,
+					       optarg, 0, err);
+			if (ret < 0)
+				goto out;
+			continue;
+		}
 		switch (c) {
 		case 'h':
 		case CLI_OPT_HELP:
@@ -548,6 +747,10 @@ int cli_submit_parse(int argc, char **argv, struct cli_submit *s, struct mu_erro
 		case OPT_ON_SHRINK:
 			ret = set_string(body, "on_shrink", optarg, err);
 			break;
+		case 'W':
+		case OPT_WAIT:
+			s->wait = true;
+			break;
 		default:
 			ret = cli_getopt_error(c, optopt, argv, optind, err);
 			break;
@@ -560,6 +763,11 @@ int cli_submit_parse(int argc, char **argv, struct cli_submit *s, struct mu_erro
 				   "give either --wrap or a command after the options, not both");
 		goto out;
 	}
+	if ((ret = mu_sbatch_finish(&cli_sb, err)) < 0)
+		goto out;
+	/* the command line's Slurm options win over the script's directives */
+	if ((ret = sbatch_merge(body, &cli_sb, true, s->warnings, NULL, err)) < 0)
+		goto out;
 	if (wrap) {
 		json_array_append_new(command, json_string("/bin/sh"));
 		json_array_append_new(command, json_string("-c"));
@@ -582,6 +790,36 @@ int cli_submit_parse(int argc, char **argv, struct cli_submit *s, struct mu_erro
 				   "no command given (muster submit [options] -- COMMAND [ARGS...])");
 		goto out;
 	}
+	if (!wrap && (ret = batch_script(s, body, argv[optind], command, err)) < 0)
+		goto out;
+	if (s->script_sb) {
+		/* the command line's own flags are in body by now, except these */
+		if (json_array_size(deps))
+			json_object_set(body, "dependencies", deps);
+		if (json_object_size(env))
+			env_merge(body, env, true);
+		json_object_clear(env);
+		ret = sbatch_merge(body, s->script_sb, false, s->warnings, s->script_name, err);
+		if (ret < 0)
+			goto out;
+	}
+	if (!json_object_get(body, "workdir") &&
+	    (json_object_get(body, "output") || json_object_get(body, "error"))) {
+		/* -o/-e are relative to the workdir: sbatch's, the directory of the submit */
+		char cwd[4096];
+		if (getcwd(cwd, sizeof(cwd)))
+			json_object_set_new(body, "workdir", json_string(cwd));
+	}
+	if (!json_object_get(body, "nodes"))
+		json_object_set_new(body, "nodes", json_integer(1));
+	if (!json_object_get(body, "gpus_per_node"))
+		json_object_set_new(body, "gpus_per_node", json_integer(0));
+	if (cli_sb.cpus_per_task > 0) {
+		/* --cpus-per-task: per process, whichever way the process count came */
+		json_int_t ppn = json_integer_value(json_object_get(body, "procs_per_node"));
+		json_object_set_new(body, "cpus_per_node",
+				    json_integer(cli_sb.cpus_per_task * (ppn > 0 ? ppn : 1)));
+	}
 	if (json_object_get(body, "min_nodes") &&
 	    json_integer_value(json_object_get(body, "min_nodes")) >
 		    json_integer_value(json_object_get(body, "nodes"))) {
@@ -589,7 +827,7 @@ int cli_submit_parse(int argc, char **argv, struct cli_submit *s, struct mu_erro
 		goto out;
 	}
 	/* sbatch's default name: the script's base name, or "wrap" for --wrap. */
-	if (!json_object_get(body, "name")) {
+	if (!json_object_get(body, "name") && !json_object_get(body, "script")) {
 		const char *argv0 = json_string_value(json_array_get(command, 0));
 		const char *slash = strrchr(argv0, '/');
 		const char *base = wrap ? "wrap" : slash && slash[1] ? slash + 1 : argv0;
@@ -600,9 +838,10 @@ int cli_submit_parse(int argc, char **argv, struct cli_submit *s, struct mu_erro
 		else
 			json_decref(n);
 	}
-	json_object_set(body, "command", command);
+	if (!json_object_get(body, "script"))
+		json_object_set(body, "command", command);
 	if (json_object_size(env))
-		json_object_set(body, "env", env);
+		env_merge(body, env, true);
 	if (json_object_size(labels))
 		json_object_set(body, "labels", labels);
 	if (json_array_size(deps))
@@ -610,6 +849,20 @@ int cli_submit_parse(int argc, char **argv, struct cli_submit *s, struct mu_erro
 	s->body = body;
 	body = NULL;
 out:
+	if (s->script_sb) {
+		mu_sbatch_release(s->script_sb);
+		mu_free(s->script_sb);
+		s->script_sb = NULL;
+	}
+	mu_sbatch_release(&cli_sb);
+	mu_free(opts);
+	mu_free(optstring);
+	if (ret != 0) { /* help or an error: nothing for the caller to release */
+		json_decref(s->warnings);
+		s->warnings = NULL;
+		mu_free(s->script_name);
+		s->script_name = NULL;
+	}
 	json_decref(body);
 	json_decref(deps);
 	json_decref(labels);
@@ -618,15 +871,67 @@ out:
 	return ret;
 }
 
+/*
+ * The exit code of `muster submit --wait` for a job that ended (the table
+ * in docs/cli.md): COMPLETED 0; FAILED the job's exit code when it has one
+ * in 1..255, else 1; end_reason oom 137 (the kernel's SIGKILL); TIMEOUT 124
+ * (as timeout(1)); CANCELLED 130.
+ */
+int cli_wait_exit_code(const char *state, const char *end_reason, const json_t *exit_code)
+{
+	if (!state)
+		return CLI_EXIT_ERROR;
+	if (!strcmp(state, "COMPLETED"))
+		return 0;
+	if (end_reason && !strcmp(end_reason, "oom"))
+		return 137;
+	if (!strcmp(state, "TIMEOUT"))
+		return 124;
+	if (!strcmp(state, "CANCELLED"))
+		return 130;
+	if (json_is_integer(exit_code) && json_integer_value(exit_code) >= 1 &&
+	    json_integer_value(exit_code) <= 255)
+		return (int)json_integer_value(exit_code);
+	return CLI_EXIT_ERROR;
+}
+
 void cli_submit_release(struct cli_submit *s)
 {
 	json_decref(s->body);
 	s->body = NULL;
+	json_decref(s->warnings);
+	s->warnings = NULL;
+	mu_free(s->script_name);
+	s->script_name = NULL;
 }
 
 enum {
 	OPT_Q_LABEL = CLI_OPT_FIRST_PRIVATE,
+	OPT_Q_NOHEADER,
+	OPT_Q_START,
 };
+
+/* squeue's %[.|-][width]letter fields, the letters `muster queue -o` knows. */
+static const char queue_letters[] = "ijuatTDblMSrRPqVeCL%";
+
+int cli_queue_format_check(const char *fmt, struct mu_error *err)
+{
+	for (const char *p = fmt; *p; p++) {
+		if (*p != '%')
+			continue;
+		p++;
+		if (*p == '.' || *p == '-')
+			p++;
+		while (isdigit((unsigned char)*p))
+			p++;
+		if (!*p || !strchr(queue_letters, *p))
+			return mu_error_set(err, MU_EINVAL, "format",
+					    "--format: unknown field '%%%c' (known: %%i %%j %%u %%a %%t %%T "
+					    "%%D %%b %%l %%M %%S %%r %%R %%P %%q %%V %%e %%C %%L %%%%)",
+					    *p ? *p : ' ');
+	}
+	return 0;
+}
 
 int cli_queue_parse(int argc, char **argv, struct cli_queue *q, struct mu_error *err)
 {
@@ -637,6 +942,9 @@ int cli_queue_parse(int argc, char **argv, struct cli_queue *q, struct mu_error 
 		{ "account", required_argument, NULL, 'A' },
 		{ "user", required_argument, NULL, 'u' },
 		{ "label", required_argument, NULL, OPT_Q_LABEL },
+		{ "format", required_argument, NULL, 'o' },
+		{ "noheader", no_argument, NULL, OPT_Q_NOHEADER },
+		{ "start", no_argument, NULL, OPT_Q_START },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -645,10 +953,11 @@ int cli_queue_parse(int argc, char **argv, struct cli_queue *q, struct mu_error 
 	int c;
 
 	q->states = NULL;
-	q->tenant = q->user = NULL;
+	q->tenant = q->user = q->format = NULL;
+	q->noheader = q->start = false;
 	q->labels = json_array();
 	cli_getopt_reset();
-	while ((c = getopt_long(argc, argv, "+:ht:A:u:", longopts, NULL)) != -1) {
+	while ((c = cli_getopt_long(argc, argv, "+:ht:A:u:o:", longopts)) != -1) {
 		if (cli_common_opt(&q->g, c, optarg))
 			continue;
 		switch (c) {
@@ -665,6 +974,20 @@ int cli_queue_parse(int argc, char **argv, struct cli_queue *q, struct mu_error 
 			break;
 		case 'u':
 			q->user = optarg;
+			break;
+		case 'o':
+			ret = cli_queue_format_check(optarg, err);
+			q->format = optarg;
+			break;
+		case OPT_Q_NOHEADER:
+			q->noheader = true;
+			break;
+		case OPT_Q_START:
+			/* squeue --start: the pending jobs and when they should start */
+			q->start = true;
+			mu_free(q->states);
+			q->states = mu_strdup("PENDING");
+			states_given = true;
 			break;
 		case OPT_Q_LABEL: {
 			json_t *tmp = json_object();
@@ -725,7 +1048,7 @@ int cli_logs_parse(int argc, char **argv, struct cli_logs *l, struct mu_error *e
 	l->node_rank = l->local_rank = l->run_id = 0;
 	cli_getopt_reset();
 	/* no '+': `muster logs 12 -f` reads as well as `muster logs -f 12` */
-	while ((c = getopt_long(argc, argv, ":hf", longopts, NULL)) != -1) {
+	while ((c = cli_getopt_long(argc, argv, ":hf", longopts)) != -1) {
 		if (cli_common_opt(&l->g, c, optarg))
 			continue;
 		switch (c) {
@@ -763,4 +1086,28 @@ int cli_logs_parse(int argc, char **argv, struct cli_logs *l, struct mu_error *e
 		return ret;
 	l->job = argv[optind];
 	return 0;
+}
+
+void cli_array_collapse(int64_t array_job_id, const int64_t *tasks, size_t n, const char *spec,
+			char *out, size_t len)
+{
+	struct mu_buf b;
+	const char *pct = spec ? strchr(spec, '%') : NULL;
+
+	mu_buf_init(&b);
+	mu_buf_addf(&b, "%lld_[", (long long)array_job_id);
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		while (j + 1 < n && tasks[j + 1] == tasks[j] + 1)
+			j++;
+		mu_buf_addf(&b, "%s%lld", i ? "," : "", (long long)tasks[i]);
+		if (j > i)
+			mu_buf_addf(&b, "-%lld", (long long)tasks[j]);
+		i = j + 1;
+	}
+	if (pct)
+		mu_buf_adds(&b, pct);
+	mu_buf_addc(&b, ']');
+	snprintf(out, len, "%s", b.p);
+	mu_buf_release(&b);
 }

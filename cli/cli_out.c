@@ -154,15 +154,20 @@ static size_t width(const char *s)
 
 void cli_table_print(const struct cli_table *t, FILE *out)
 {
+	cli_table_print_opt(t, out, true);
+}
+
+void cli_table_print_opt(const struct cli_table *t, FILE *out, bool header)
+{
 	size_t *w = mu_calloc(t->ncols, sizeof(size_t));
 
-	for (size_t r = 0; r < t->nrows; r++)
+	for (size_t r = header ? 0 : 1; r < t->nrows; r++)
 		for (size_t c = 0; c < t->ncols; c++) {
 			size_t n = width(t->cells[r * t->ncols + c]);
 			if (n > w[c])
 				w[c] = n;
 		}
-	for (size_t r = 0; r < t->nrows; r++) {
+	for (size_t r = header ? 0 : 1; r < t->nrows; r++) {
 		for (size_t c = 0; c < t->ncols; c++) {
 			const char *s = t->cells[r * t->ncols + c];
 			if (c + 1 == t->ncols) {

@@ -5,6 +5,7 @@
 #ifndef CLI_OUT_H
 #define CLI_OUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -47,6 +48,8 @@ struct cli_table *cli_table_new(size_t ncols, const char *const *headers); /* ne
 /* Adds one row; `cells` (ncols strings, NULL = "") are copied. */
 void cli_table_add(struct cli_table *t, const char *const *cells);
 void cli_table_print(const struct cli_table *t, FILE *out);
+/* The same; `header` false leaves the header row out (squeue --noheader). */
+void cli_table_print_opt(const struct cli_table *t, FILE *out, bool header);
 void cli_table_free(struct cli_table *t);
 
 /*

@@ -63,5 +63,14 @@ int cmd_fairshare(struct cli_global *g, int argc, char **argv);
 int cmd_scheduler(struct cli_global *g, int argc, char **argv);
 int cmd_whoami(struct cli_global *g, int argc, char **argv);
 int cmd_logs(struct cli_global *g, int argc, char **argv);
+int cmd_history(struct cli_global *g, int argc, char **argv);
+int cmd_completion(struct cli_global *g, int argc, char **argv);
+
+/* The command table of main.c (borrowed), for `muster completion`. */
+struct cli_command_info {
+	const char *name;
+	cli_cmd_fn fn;
+};
+const struct cli_command_info *cli_commands(size_t *n);
 
 #endif

@@ -69,7 +69,7 @@ static int admin_parse(int argc, char **argv, struct cli_global *g, struct admin
 		memcpy(&longopts[A_COUNT], common, sizeof(common));
 	}
 	cli_getopt_reset();
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	while ((c = cli_getopt_long(argc, argv, ":h", longopts)) != -1) {
 		if (cli_common_opt(g, c, optarg))
 			continue;
 		if (c == CLI_OPT_HELP || c == 'h')

@@ -106,7 +106,7 @@ int cli_parse_plain(int argc, char **argv, struct cli_global *g, int min_pos, in
 
 	cli_getopt_reset();
 	/* Permuting mode: "muster show 12 --json" works like "muster show --json 12". */
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	while ((c = cli_getopt_long(argc, argv, ":h", longopts)) != -1) {
 		if (cli_common_opt(g, c, optarg))
 			continue;
 		if (c == CLI_OPT_HELP || c == 'h')

@@ -5,10 +5,12 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "alloc.h"
 #include "cli_out.h"
 #include "duration.h"
+#include "slurmtime.h"
 
 static int dry_run(struct cli_session *sess, struct cli_submit *s)
 {
@@ -62,22 +64,149 @@ static int dry_run(struct cli_session *sess, struct cli_submit *s)
 	return CLI_EXIT_OK;
 }
 
+/* ---- submit --wait ------------------------------------------------------ */
+
+static bool state_ended(const char *state)
+{
+	return state && (!strcmp(state, "COMPLETED") || !strcmp(state, "FAILED") ||
+			 !strcmp(state, "CANCELLED") || !strcmp(state, "TIMEOUT"));
+}
+
+/*
+ * One look at the job (or all tasks of an array). Returns 1 when every
+ * job ended, with *code the worst exit code and `last` (new) the jobs;
+ * 0 while any runs; or a negative MU_E* from the server.
+ */
+static int wait_look(struct cli_session *sess, int64_t id, bool array, int *code, json_t **last,
+		     struct mu_error *err)
+{
+	json_t *items = NULL;
+	size_t i;
+	json_t *j;
+	int ret;
+
+	if (array) {
+		char *path = mu_asprintf("/v1/jobs?array_job_id=%" PRId64, id);
+		ret = cli_get_all(sess, path, &items, err);
+		mu_free(path);
+	} else {
+		char *path = mu_asprintf("/v1/jobs/%" PRId64, id);
+		json_t *job = NULL;
+		ret = cli_http_call(&sess->http, "GET", path, NULL, NULL, NULL, &job, err);
+		mu_free(path);
+		if (ret == 0) {
+			items = json_array();
+			json_array_append_new(items, job);
+		}
+	}
+	if (ret < 0)
+		return ret;
+	if (!json_array_size(items)) {
+		json_decref(items);
+		return mu_error_set(err, MU_ENOTFOUND, "job", "job %" PRId64 " has no tasks", id);
+	}
+	*code = 0;
+	json_array_foreach(items, i, j) {
+		const char *state = json_string_value(json_object_get(j, "state"));
+		int c;
+
+		if (!state_ended(state)) {
+			json_decref(items);
+			return 0;
+		}
+		c = cli_wait_exit_code(state, json_string_value(json_object_get(j, "end_reason")),
+				       json_object_get(j, "exit_code"));
+		if (c > *code)
+			*code = c;
+	}
+	*last = items;
+	return 1;
+}
+
+/*
+ * Blocks until job `id` ends, as sbatch --wait: polls with a growing
+ * interval (0.2 s to 2 s), riding out a server that is down or restarting
+ * (connection refused, 502/503/504) for as long as it takes. Prints each
+ * job's final state on stdout ("Job 12 COMPLETED ExitCode=0") unless
+ * `quiet` (--parsable: the id only), and returns the exit code of
+ * cli_wait_exit_code.
+ */
+static int wait_job(struct cli_session *sess, int64_t id, bool array, bool quiet)
+{
+	struct timespec ts = { 0, 200 * 1000 * 1000 };
+	bool told = false;
+	json_t *last = NULL;
+	int code = 0;
+
+	for (;;) {
+		struct mu_error err;
+		int ret;
+
+		mu_error_clear(&err);
+		ret = wait_look(sess, id, array, &code, &last, &err);
+		if (ret == 1)
+			break;
+		if (ret < 0 && cli_exit_for(ret) != CLI_EXIT_UNAVAIL)
+			return cli_report_about("job", "", &err);
+		if (ret < 0 && !told) {
+			fprintf(stderr, "muster: waiting for job %" PRId64 ": %s; retrying\n", id,
+				err.msg);
+			told = true;
+		} else if (ret == 0 && told) {
+			told = false;
+		}
+		nanosleep(&ts, NULL);
+		ts.tv_nsec += 200 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000 * 1000 * 1000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000 * 1000 * 1000;
+		}
+		if (ts.tv_sec >= 2)
+			ts = (struct timespec){ 2, 0 };
+	}
+	if (sess->json) {
+		cli_print_json(array ? last : json_array_get(last, 0));
+	} else if (!quiet) {
+		size_t i;
+		json_t *j;
+		json_array_foreach(last, i, j) {
+			char *ec = cli_value_text(json_object_get(j, "exit_code"));
+			printf("Job %lld %s ExitCode=%s%s%s\n",
+			       (long long)json_integer_value(json_object_get(j, "id")),
+			       cli_str(json_object_get(j, "state"), "?"), *ec ? ec : "(null)",
+			       json_string_length(json_object_get(j, "end_reason")) ? " Reason=" : "",
+			       cli_str(json_object_get(j, "end_reason"), ""));
+			mu_free(ec);
+		}
+	}
+	json_decref(last);
+	return code;
+}
+
 int cmd_submit(struct cli_global *g, int argc, char **argv)
 {
 	struct cli_submit s = { .g = *g };
 	struct cli_session sess;
 	struct mu_error err;
 	json_t *job = NULL;
+	size_t i;
+	json_t *w;
 	int ret;
 
 	mu_error_clear(&err);
 	ret = cli_submit_parse(argc, argv, &s, &err);
 	if (ret == 1) {
 		cli_help("submit");
-		return CLI_EXIT_OK;
+		ret = CLI_EXIT_OK;
+		goto out_release;
 	}
-	if (ret < 0)
-		return cli_usage_error("submit", &err);
+	if (ret < 0) {
+		ret = cli_usage_error("submit", &err);
+		goto out_release;
+	}
+	/* sbatch prints one line per ignored option; so do we, before anything is sent */
+	json_array_foreach(s.warnings, i, w)
+		fprintf(stderr, "muster: warning: %s\n", json_string_value(w));
 	ret = cli_session_open(&sess, &s.g);
 	if (ret)
 		goto out_release;
@@ -91,13 +220,20 @@ int cmd_submit(struct cli_global *g, int argc, char **argv)
 		ret = cli_report(&err);
 		goto out_close;
 	}
-	if (sess.json)
+	if (sess.json && !s.wait)
 		cli_print_json(job);
 	else if (s.parsable)
 		printf("%lld\n", (long long)json_integer_value(json_object_get(job, "id")));
-	else
-		printf("Submitted job %lld\n", (long long)json_integer_value(json_object_get(job, "id")));
+	else if (!sess.json)
+		printf("Submitted job %lld\n",
+		       (long long)json_integer_value(json_object_get(job, "id")));
 	ret = CLI_EXIT_OK;
+	if (s.wait) {
+		/* the id line must reach a pipe before the wait, as sbatch's does */
+		fflush(stdout);
+		ret = wait_job(&sess, json_integer_value(json_object_get(job, "id")),
+			       json_object_get(s.body, "array") != NULL, s.parsable);
+	}
 	json_decref(job);
 out_close:
 	cli_session_close(&sess);
@@ -116,14 +252,188 @@ static char *query_append(char *q, struct cli_session *s, const char *key, const
 	return n;
 }
 
-static void queue_row(struct cli_table *t, const json_t *job)
+/*
+ * squeue's job id text: "123", an array task "123_7", or for the first
+ * pending task of an array all its pending tasks collapsed, "123_[4-15%4]"
+ * (then *skip is set for the others: their array is shown). `items` is
+ * the whole listing.
+ */
+static void queue_id(const json_t *items, size_t at, char *out, size_t len, bool *skip)
+{
+	const json_t *job = json_array_get(items, at);
+	const json_t *aj = json_object_get(job, "array_job_id");
+	const json_t *at_task = json_object_get(job, "array_task_id");
+	const char *state = json_string_value(json_object_get(job, "state"));
+	int64_t *tasks;
+	size_t n = 0, i;
+	json_t *o;
+
+	*skip = false;
+	if (!json_is_integer(aj) || json_integer_value(aj) < 1 || !json_is_integer(at_task)) {
+		snprintf(out, len, "%lld", (long long)json_integer_value(json_object_get(job, "id")));
+		return;
+	}
+	if (!state || strcmp(state, "PENDING")) {
+		snprintf(out, len, "%lld_%lld", (long long)json_integer_value(aj),
+			 (long long)json_integer_value(at_task));
+		return;
+	}
+	/* only the first pending task of its array prints, for all of them */
+	for (i = 0; i < at; i++) {
+		o = json_array_get(items, i);
+		if (json_equal(json_object_get(o, "array_job_id"), aj) &&
+		    !strcmp(cli_str(json_object_get(o, "state"), ""), "PENDING")) {
+			*skip = true;
+			return;
+		}
+	}
+	tasks = mu_calloc(json_array_size(items) + 1, sizeof(*tasks));
+	json_array_foreach(items, i, o)
+		if (json_equal(json_object_get(o, "array_job_id"), aj) &&
+		    !strcmp(cli_str(json_object_get(o, "state"), ""), "PENDING"))
+			tasks[n++] = json_integer_value(json_object_get(o, "array_task_id"));
+	for (size_t a = 1; a < n; a++) /* insertion sort: listings come in id order already */
+		for (size_t b = a; b > 0 && tasks[b - 1] > tasks[b]; b--) {
+			int64_t t = tasks[b];
+			tasks[b] = tasks[b - 1];
+			tasks[b - 1] = t;
+		}
+	if (n == 1)
+		snprintf(out, len, "%lld_%lld", (long long)json_integer_value(aj), (long long)tasks[0]);
+	else
+		cli_array_collapse(json_integer_value(aj), tasks, n,
+				   json_string_value(json_object_get(job, "array")), out, len);
+	mu_free(tasks);
+}
+
+/* One squeue -o field of a job (new string). */
+static char *queue_field(char letter, const json_t *job, const char *id)
+{
+	long long nodes = json_integer_value(json_object_get(job, "nodes"));
+	long long gpn = json_integer_value(json_object_get(job, "gpus_per_node"));
+	const char *state = json_string_value(json_object_get(job, "state"));
+	char buf[64];
+
+	switch (letter) {
+	case 'i': return mu_strdup(id);
+	case 'j': return cli_value_text(json_object_get(job, "name"));
+	case 'u': return cli_value_text(json_object_get(job, "user"));
+	case 'a': return cli_value_text(json_object_get(job, "tenant"));
+	case 'q': return cli_value_text(json_object_get(job, "priority_class"));
+	case 't': return mu_strdup(cli_state_short(state));
+	case 'T': return mu_strdup(state ? state : "?");
+	case 'P': return mu_strdup("gpu"); /* one pool: squeue's partition column */
+	case 'D': snprintf(buf, sizeof(buf), "%lld", nodes); return mu_strdup(buf);
+	case 'C': snprintf(buf, sizeof(buf), "%lld", nodes * gpn); return mu_strdup(buf);
+	case 'b':
+		snprintf(buf, sizeof(buf), "gpu:%lld", gpn);
+		return mu_strdup(gpn ? buf : "N/A");
+	case 'l':
+		mu_duration_format(json_integer_value(json_object_get(job, "time_limit")), buf, sizeof(buf));
+		return mu_strdup(buf);
+	case 'M': {
+		const char *st = json_string_value(json_object_get(job, "started_at"));
+		int64_t t0;
+		if (!st || mu_slurmtime_parse_rfc3339(st, &t0) != 0)
+			return mu_strdup("0:00");
+		mu_duration_format((int64_t)time(NULL) - t0, buf, sizeof(buf));
+		return mu_strdup(buf);
+	}
+	case 'L': {
+		const char *st = json_string_value(json_object_get(job, "started_at"));
+		int64_t tl = json_integer_value(json_object_get(job, "time_limit"));
+		int64_t left = tl, t0;
+		if (st && mu_slurmtime_parse_rfc3339(st, &t0) == 0)
+			left = tl - ((int64_t)time(NULL) - t0);
+		mu_duration_format(left > 0 ? left : 0, buf, sizeof(buf));
+		return mu_strdup(buf);
+	}
+	case 'S': return cli_time_text(json_object_get(job, state && !strcmp(state, "PENDING")
+									? "planned_start" : "started_at"), "N/A");
+	case 'V': return cli_time_text(json_object_get(job, "created_at"), "N/A");
+	case 'e': return cli_time_text(json_object_get(job, "ended_at"), "N/A");
+	case 'r':
+	case 'R': {
+		const json_t *r = json_object_get(job, "pending_reason");
+		if (json_is_string(r) && json_string_length(r))
+			return letter == 'R' ? mu_asprintf("(%s)", json_string_value(r)) : cli_value_text(r);
+		return mu_strdup(letter == 'R' ? "" : "None");
+	}
+	default: return mu_strdup("");
+	}
+}
+
+static const char *queue_header(char letter)
+{
+	switch (letter) {
+	case 'i': return "JOBID";
+	case 'j': return "NAME";
+	case 'u': return "USER";
+	case 'a': return "ACCOUNT";
+	case 'q': return "QOS";
+	case 't': return "ST";
+	case 'T': return "STATE";
+	case 'P': return "PARTITION";
+	case 'D': return "NODES";
+	case 'C': return "GPUS";
+	case 'b': return "TRES_PER_NODE";
+	case 'l': return "TIME_LIMIT";
+	case 'M': return "TIME";
+	case 'L': return "TIME_LEFT";
+	case 'S': return "START_TIME";
+	case 'V': return "SUBMIT_TIME";
+	case 'e': return "END_TIME";
+	case 'r': return "REASON";
+	case 'R': return "NODELIST(REASON)";
+	default: return "";
+	}
+}
+
+/* One line of an squeue -o format: "%.18i" right-aligned in 18, "%-8j" left, "%j" bare. */
+static void queue_format_line(const char *fmt, const json_t *job, const char *id, FILE *out)
+{
+	for (const char *p = fmt; *p; p++) {
+		bool right = false, left = false;
+		int width = 0;
+		char *text;
+
+		if (*p != '%') {
+			fputc(*p, out);
+			continue;
+		}
+		p++;
+		if (*p == '.')
+			right = true, p++;
+		else if (*p == '-')
+			left = true, p++;
+		while (isdigit((unsigned char)*p))
+			width = width * 10 + (*p++ - '0');
+		if (*p == '%') {
+			fputc('%', out);
+			continue;
+		}
+		text = job ? queue_field(*p, job, id) : mu_strdup(queue_header(*p));
+		if (width && (int)strlen(text) > width)
+			text[width] = '\0'; /* squeue cuts to the width */
+		if (!width)
+			fputs(text, out);
+		else if (right || !left)
+			fprintf(out, right ? "%*s" : "%-*s", width, text);
+		else
+			fprintf(out, "%-*s", width, text);
+		mu_free(text);
+	}
+	fputc('\n', out);
+}
+
+static void queue_row(struct cli_table *t, const json_t *job, const char *idtext)
 {
 	long long nodes = json_integer_value(json_object_get(job, "nodes"));
 	long long gpn = json_integer_value(json_object_get(job, "gpus_per_node"));
 	const json_t *min = json_object_get(job, "min_nodes");
 	const char *state = json_string_value(json_object_get(job, "state"));
 	const json_t *reason = json_object_get(job, "pending_reason");
-	char id[32], n[48], gpus[32], tl[32];
+	char id[96], n[48], gpus[32], tl[32];
 	char *tenant = cli_value_text(json_object_get(job, "tenant"));
 	char *user = cli_value_text(json_object_get(job, "user"));
 	char *name = cli_value_text(json_object_get(job, "name"));
@@ -134,7 +444,7 @@ static void queue_row(struct cli_table *t, const json_t *job)
 		name = mu_strdup("-");
 	}
 
-	snprintf(id, sizeof(id), "%lld", (long long)json_integer_value(json_object_get(job, "id")));
+	snprintf(id, sizeof(id), "%s", idtext);
 	if (json_is_integer(min) && json_integer_value(min) != nodes)
 		snprintf(n, sizeof(n), "%lld-%lld", (long long)json_integer_value(min), nodes);
 	else
@@ -153,6 +463,30 @@ static void queue_row(struct cli_table *t, const json_t *job)
 	mu_free(tenant);
 	mu_free(user);
 	mu_free(name);
+	mu_free(why);
+}
+
+/* squeue --start: when each pending job should start. */
+static void queue_start_row(struct cli_table *t, const json_t *job, const char *id)
+{
+	char *tenant = cli_value_text(json_object_get(job, "tenant"));
+	char *user = cli_value_text(json_object_get(job, "user"));
+	char *name = cli_value_text(json_object_get(job, "name"));
+	char *start = cli_time_text(json_object_get(job, "planned_start"), "N/A");
+	char *why = queue_field('r', job, id);
+	char n[32], gpus[32];
+
+	snprintf(n, sizeof(n), "%lld", (long long)json_integer_value(json_object_get(job, "nodes")));
+	snprintf(gpus, sizeof(gpus), "%lld",
+		 (long long)(json_integer_value(json_object_get(job, "nodes")) *
+			     json_integer_value(json_object_get(job, "gpus_per_node"))));
+	cli_table_add(t, (const char *const[]){ id, tenant, user, *name ? name : "-",
+						cli_state_short(json_string_value(json_object_get(job, "state"))),
+						start, n, gpus, why });
+	mu_free(tenant);
+	mu_free(user);
+	mu_free(name);
+	mu_free(start);
 	mu_free(why);
 }
 
@@ -205,11 +539,30 @@ int cmd_queue(struct cli_global *g, int argc, char **argv)
 		cli_print_json(doc);
 		json_decref(doc);
 	} else {
-		struct cli_table *t = cli_table_new(9, hdr);
-		json_array_foreach(items, i, v)
-			queue_row(t, v);
-		cli_table_print(t, stdout);
-		cli_table_free(t);
+		static const char *const start_hdr[] = { "JOBID", "TENANT", "USER", "NAME", "ST",
+							 "START_TIME", "NODES", "GPUS", "REASON" };
+		struct cli_table *t = q.format ? NULL : cli_table_new(9, q.start ? start_hdr : hdr);
+
+		if (q.format && !q.noheader)
+			queue_format_line(q.format, NULL, NULL, stdout);
+		json_array_foreach(items, i, v) {
+			char id[96];
+			bool skip;
+
+			queue_id(items, i, id, sizeof(id), &skip);
+			if (skip)
+				continue;
+			if (q.format)
+				queue_format_line(q.format, v, id, stdout);
+			else if (q.start)
+				queue_start_row(t, v, id);
+			else
+				queue_row(t, v, id);
+		}
+		if (t) {
+			cli_table_print_opt(t, stdout, !q.noheader);
+			cli_table_free(t);
+		}
 	}
 	ret = CLI_EXIT_OK;
 	json_decref(items);

@@ -128,7 +128,7 @@ int cmd_usage(struct cli_global *g, int argc, char **argv)
 
 	mu_error_clear(&err);
 	cli_getopt_reset();
-	while ((c = getopt_long(argc, argv, ":hS:E:", longopts, NULL)) != -1) {
+	while ((c = cli_getopt_long(argc, argv, ":hS:E:", longopts)) != -1) {
 		if (cli_common_opt(g, c, optarg))
 			continue;
 		if (c == CLI_OPT_HELP || c == 'h') {

@@ -22,6 +22,7 @@ static const struct command {
 } commands[] = {
 	{ "submit", cmd_submit, "submit a gang job (sbatch)",
 	  "usage: muster submit [options] [--] COMMAND [ARGS...]\n"
+	  "       muster submit [options] SCRIPT [ARGS...]   (a file starting with #!: sbatch)\n"
 	  "       muster submit [options] --wrap 'SHELL COMMAND'\n"
 	  "  -N, --nodes N|MIN-MAX      nodes of the gang (default 1; MIN-MAX = elastic)\n"
 	  "      --min-nodes N          smallest gang an elastic job may start with\n"
@@ -45,7 +46,21 @@ static const struct command {
 	  "      --max-retries N        requeues allowed after node failure or preemption\n"
 	  "      --idempotency-key KEY  a retry with the same key returns the same job\n"
 	  "      --test-only            ask when the job would start; submit nothing\n"
-	  "      --parsable             print only the job id\n" },
+	  "      --parsable             print only the job id\n"
+	  "  -W, --wait                 block until the job (every array task) ends; exit with\n"
+	  "                             its code (docs/cli.md: 0, the job's, 124, 130, 137)\n"
+	  "Slurm's sbatch options, as in a #SBATCH line (the command line wins over the script):\n"
+	  "  -o, --output PATTERN       stdout file (%j %x %A %a %N %n %t %u %%)\n"
+	  "  -e, --error PATTERN        stderr file\n"
+	  "  -a, --array SPEC           job array: 0-15%4, 1,3,5-7, 0-15:4\n"
+	  "  -H, --hold                 submit held\n"
+	  "  -b, --begin TIME           not before: now+1hour, 16:00, 2027-01-31T08:00, tomorrow\n"
+	  "      --signal [B:]SIG[@S]   send SIG S seconds before the time limit\n"
+	  "      --gres gpu[:TYPE]:N    GPUs per node;  -G, --gpus N: in all\n"
+	  "  -n, --ntasks N             processes in all;  -c, --cpus-per-task N\n"
+	  "      --export NAME[=V],...  environment;  --requeue / --no-requeue\n"
+	  "  Resource options muster cannot honour (--constraint, --nodelist, ...) are errors;\n"
+	  "  others (--partition, --mail-type, ...) print one warning each.\n" },
 	{ "queue", cmd_queue, "list jobs (squeue)",
 	  "usage: muster queue [options]\n"
 	  "  -t, --state LIST    states: PENDING|PD, STARTING|CF, RUNNING|R, COMPLETED|CD,\n"
@@ -54,6 +69,20 @@ static const struct command {
 	  "  -A, --tenant NAME   only this tenant (and its subtree)\n"
 	  "  -u, --user NAME     only this user\n"
 	  "      --label K=V     only jobs with this label (repeatable, all must match)\n" },
+	{ "history", cmd_history, "jobs that ended in a time window (sacct)",
+	  "usage: muster history [options]\n"
+	  "  -S, --starttime TIME   ended at or after (default: midnight; with -j: any time)\n"
+	  "  -E, --endtime TIME     ended before (default: now)\n"
+	  "                         TIME: now-2days, 16:00, 2027-01-31T08:00, MMDD[YY], today, ...\n"
+	  "  -u, --user NAME        only this user\n"
+	  "  -A, --accounts TENANT  only this tenant's subtree (alias --tenant)\n"
+	  "  -s, --state LIST       COMPLETED|CD, FAILED|F, CANCELLED|CA, TIMEOUT|TO\n"
+	  "  -j, --jobs ID[,ID...]  only these jobs\n"
+	  "  -o, --format LIST      fields, NAME%WIDTH for a width: JobID,JobName,User,Tenant,\n"
+	  "                         State,ExitCode,Elapsed,NNodes,AllocGPUs,GPUHours,Submit,\n"
+	  "                         Start,End,Reason,Timelimit,QOS\n"
+	  "  -P, --parsable2        fields split by '|', none at the end\n"
+	  "  -n, --noheader         no header lines\n" },
 	{ "show", cmd_show, "show jobs with runs and events (scontrol show job)",
 	  "usage: muster show JOB [JOB...]\n" },
 	{ "cancel", cmd_cancel, "cancel jobs (scancel)", "usage: muster cancel JOB [JOB...]\n" },
@@ -109,9 +138,22 @@ static const struct command {
 	  "usage: muster scheduler\n" },
 	{ "whoami", cmd_whoami, "the role, tenant and user of the token in use",
 	  "usage: muster whoami\n" },
+	{ "completion", cmd_completion, "print a bash completion script (from the option tables)",
+	  "usage: muster completion bash\n"
+	  "  e.g.  source <(muster completion bash)\n" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+const struct cli_command_info *cli_commands(size_t *n)
+{
+	static struct cli_command_info info[NCOMMANDS];
+
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		info[i] = (struct cli_command_info){ commands[i].name, commands[i].fn };
+	*n = NCOMMANDS;
+	return info;
+}
 
 void cli_help(const char *cmd)
 {

@@ -350,6 +350,7 @@ int store_agent_desired(PGconn *c, struct mu_arena *a, const int64_t *node_ids, 
 		"   AND (t.path = u.path OR starts_with(t.path, u.path || '/'))"
 		"   ORDER BY length(u.path) DESC LIMIT 1), '')"
 		"," DESIRED_LAUNCH_COLS
+		", j.stdout_pattern, j.stderr_pattern"
 		/* live allocations by the partial node index, plus the parts of
 		 * shrunk runs dropped from these nodes (a tiny partial index) */
 		" FROM (SELECT run_id, node_id, node_rank, gpu_index, live FROM run_allocations"
@@ -413,6 +414,8 @@ int store_agent_desired(PGconn *c, struct mu_arena *a, const int64_t *node_ids, 
 		r->cpus_per_node = (int32_t)store_db_get_int64(res, i, 22);
 		r->unix_account = mu_arena_strdup(a, store_db_get(res, i, 23));
 		desired_launch(a, res, i, r);
+		r->stdout_pattern = mu_arena_strdup(a, store_db_get(res, i, 31));
+		r->stderr_pattern = mu_arena_strdup(a, store_db_get(res, i, 32));
 	}
 	*nruns = (size_t)rows;
 	rows = store_db_nrows(nres);

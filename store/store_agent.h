@@ -116,6 +116,8 @@ struct store_desired_run {
 	const char *signal_name;   /* "" = none */
 	int32_t signal_before;     /* seconds */
 	bool signal_batch_only;
+	const char *stdout_pattern; /* sbatch -o, "" = none */
+	const char *stderr_pattern; /* sbatch -e, "" = none */
 	const char *gang_json;     /* [{"rank","name","address","gpus"}] in rank order:
 	                              the live members (an elastic run that shrank
 	                              lists the kept nodes, with their ranks at launch) */

@@ -18,14 +18,15 @@
 	" j.dependencies::text, j.workdir, j.max_retries, j.retries, j.pending_reason,"              \
 	" j.pending_message, " TS("j.planned_start") ", j.exit_code, j.end_reason, "                 \
 	TS("j.created_at") ", " TS("j.started_at") ", " TS("j.ended_at") ", t.path,"               \
-	" coalesce(j.mem_per_node, 0), coalesce(j.cpus_per_node, 0)," LAUNCH_COLS
+	" coalesce(j.mem_per_node, 0), coalesce(j.cpus_per_node, 0)," LAUNCH_COLS ","                \
+	" j.stdout_pattern, j.stderr_pattern"
 /* jobs.launch (migration 110), one field each */
 #define LAUNCH_COLS                                                                                \
 	" coalesce(j.launch->>'launcher', 'none'), coalesce(j.launch->>'on_shrink', 'restart'),"    \
 	" coalesce(j.launch#>>'{signal,name}', ''),"                                                 \
 	" coalesce((j.launch#>>'{signal,before}')::bigint, 0),"                                      \
 	" coalesce((j.launch#>>'{signal,batch_only}')::boolean, false)"
-#define JOB_NCOLS 37
+#define JOB_NCOLS 39
 #define JOB_FROM                                                                                   \
 	" FROM jobs j JOIN tenants t ON t.id = j.tenant_id"                                         \
 	" JOIN priority_classes pc ON pc.id = j.priority_class_id"
@@ -83,6 +84,8 @@ static void row_to_job(struct mu_arena *a, const PGresult *r, int row, int b, st
 	j->signal_name = cdup(a, r, row, b + 34);
 	j->signal_before = store_db_get_int64(r, row, b + 35);
 	j->signal_batch_only = store_db_get_bool(r, row, b + 36);
+	j->stdout_pattern = cdup(a, r, row, b + 37);
+	j->stderr_pattern = cdup(a, r, row, b + 38);
 }
 
 /* A PostgreSQL array literal of text elements. */
@@ -618,6 +621,10 @@ static void add_row(struct mu_buf *b, const struct store_job *j, int64_t tenant_
 		copy_str(b, NULL);
 	mu_buf_addc(b, '\t');
 	copy_launch(b, j);
+	mu_buf_addc(b, '\t');
+	copy_str(b, j->stdout_pattern ? j->stdout_pattern : "");
+	mu_buf_addc(b, '\t');
+	copy_str(b, j->stderr_pattern ? j->stderr_pattern : "");
 	mu_buf_addc(b, '\n');
 }
 
@@ -675,7 +682,8 @@ static int copy_end(PGconn *c, int ret, struct store_job_submit **reqs, size_t n
 	"COPY jobs (id, tenant_id, user_name, name, priority_class_id, nodes, min_nodes,"           \
 	" gpus_per_node, gpu_model, procs_per_node, topology_required, topology_preferred,"         \
 	" time_limit, command, env, workdir, dependencies, max_retries, labels,"                     \
-	" idempotency_key, request_sha256, mem_per_node, cpus_per_node, launch) FROM STDIN"
+	" idempotency_key, request_sha256, mem_per_node, cpus_per_node, launch,"                    \
+	" stdout_pattern, stderr_pattern) FROM STDIN"
 
 /* Rows handed to the server at a time: it inserts one chunk while the
  * next is built. */
@@ -1311,5 +1319,83 @@ out:
 	mu_free(g.dep_ids);
 	mu_arena_release(&g.a);
 	mu_free(g.tenants);
+	return ret;
+}
+
+/* ---- history (sacct) ------------------------------------------------------------ */
+
+int store_job_history(PGconn *c, struct mu_arena *a, const char *scope,
+		      const struct store_job_history_filter *f, struct store_job_history_page *out,
+		      struct mu_error *err)
+{
+	/* the range and the keyset on (ended_at, id) walk jobs_ended_at_id in order */
+#define EPOCH_US(p) "('epoch'::timestamptz + (" p ")::bigint * interval '1 microsecond')"
+	static const char sql[] =
+		"SELECT " JOB_COLS ", (extract(epoch FROM j.ended_at) * 1000000)::bigint" JOB_FROM
+		" WHERE j.ended_at IS NOT NULL"
+		"   AND j.ended_at >= " EPOCH_US("$1") " AND j.ended_at < " EPOCH_US("$2")
+		"   AND (j.ended_at, j.id) > (" EPOCH_US("$3") ", $4::bigint)"
+		"   AND " IN_SCOPE("$5")
+		"   AND ($6::text[] IS NULL OR j.state = ANY($6::text[]))"
+		"   AND ($7::text IS NULL OR EXISTS (SELECT 1 FROM tenants f WHERE f.name = $7"
+		"        AND (t.path = f.path OR starts_with(t.path, f.path || '/'))))"
+		"   AND ($8::text IS NULL OR j.user_name = $8)"
+		"   AND ($9::bigint[] IS NULL OR j.id = ANY($9::bigint[]))"
+		" ORDER BY j.ended_at, j.id LIMIT $10::int";
+#undef EPOCH_US
+	char start[24], end[24], aus[24], aid[24], lim[16];
+	struct mu_buf states = MU_BUF_INIT, ids = MU_BUF_INIT;
+	const char *p[10];
+	PGresult *r = NULL;
+	int ret, rows;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(start, sizeof(start), "%lld", (long long)(f->start_us > 0 ? f->start_us : -62135596800000000LL));
+	snprintf(end, sizeof(end), "%lld", (long long)(f->end_us > 0 ? f->end_us : 253402300799000000LL));
+	snprintf(aus, sizeof(aus), "%lld", (long long)(f->after_us ? f->after_us : -62135596800000000LL));
+	snprintf(aid, sizeof(aid), "%lld", (long long)f->after_id);
+	snprintf(lim, sizeof(lim), "%d", f->limit + 1);
+	if (f->nstates) {
+		mu_buf_addc(&states, '{');
+		for (size_t i = 0; i < f->nstates; i++) {
+			if (i)
+				mu_buf_addc(&states, ',');
+			add_pg_text(&states, f->states[i]);
+		}
+		mu_buf_addc(&states, '}');
+	}
+	if (f->nids) {
+		mu_buf_addc(&ids, '{');
+		for (size_t i = 0; i < f->nids; i++)
+			mu_buf_addf(&ids, "%s%lld", i ? "," : "", (long long)f->ids[i]);
+		mu_buf_addc(&ids, '}');
+	}
+	p[0] = start;
+	p[1] = end;
+	p[2] = aus;
+	p[3] = aid;
+	p[4] = scope;
+	p[5] = f->nstates ? states.p : NULL;
+	p[6] = f->tenant;
+	p[7] = f->user;
+	p[8] = f->nids ? ids.p : NULL;
+	p[9] = lim;
+	ret = store_db_exec(c, sql, 10, p, &r, err);
+	if (ret < 0)
+		goto out;
+	rows = store_db_nrows(r);
+	out->n = (size_t)(rows > f->limit ? f->limit : rows);
+	out->items = mu_arena_alloc(a, sizeof(*out->items) * (out->n + 1));
+	for (size_t i = 0; i < out->n; i++)
+		row_to_job(a, r, (int)i, 0, &out->items[i]);
+	if (rows > f->limit) {
+		out->more = true;
+		out->next_us = store_db_get_int64(r, (int)out->n - 1, JOB_NCOLS);
+		out->next_id = out->items[out->n - 1].id;
+	}
+out:
+	store_db_clear(r);
+	mu_buf_release(&states);
+	mu_buf_release(&ids);
 	return ret;
 }

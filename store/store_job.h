@@ -77,6 +77,8 @@ struct store_job {
 	const char *signal_name;    /* in: pre-timeout signal "USR1" ("" none) */
 	int64_t signal_before;      /* in: seconds ahead of the time limit */
 	bool signal_batch_only;     /* in: Slurm's "B:" */
+	const char *stdout_pattern; /* in: sbatch -o ("" = none), see migration 135 */
+	const char *stderr_pattern; /* in: sbatch -e ("" = none) */
 	const char *runs;           /* get only: JSON text of the runs array, else NULL */
 	const char *events;         /* get only: JSON text of the events array, else NULL */
 };
@@ -184,5 +186,33 @@ struct store_job_depstate {
 int store_job_check(PGconn *c, struct mu_arena *a, const char *scope, struct store_job *j,
 		    int64_t *tenant_id, int64_t *class_id, struct store_job_depstate **states,
 		    struct mu_error *err) __attribute__((warn_unused_result));
+/*
+ * History (sacct, GET /v1/history): jobs that ENDED in [start_us, end_us)
+ * (microseconds since the epoch; 0 = unbounded), oldest first, keyset by
+ * (ended_at, id) on the partial index of migration 135. Filters as
+ * store_job_list (states, tenant subtree, user) plus `ids` (any of).
+ */
+struct store_job_history_filter {
+	int64_t start_us, end_us;
+	const char *const *states;
+	size_t nstates;
+	const char *tenant;
+	const char *user;
+	const int64_t *ids;
+	size_t nids;
+	int64_t after_us, after_id; /* cursor: (ended_at, id) > these; 0/0 = first page */
+	int limit;                  /* 1..1000 */
+};
+
+struct store_job_history_page {
+	struct store_job *items;
+	size_t n;
+	bool more;                  /* then next_us/next_id are the cursor */
+	int64_t next_us, next_id;
+};
+
+int store_job_history(PGconn *c, struct mu_arena *a, const char *scope,
+		      const struct store_job_history_filter *f, struct store_job_history_page *out,
+		      struct mu_error *err) __attribute__((warn_unused_result));
 
 #endif

@@ -942,6 +942,8 @@ static void push_desired(PGconn *db, struct snap *sn, size_t n)
 		r->signal_name = S(&m, d->signal_name);
 		r->signal_before_s = d->signal_before;
 		r->signal_batch_only = d->signal_batch_only;
+		r->stdout_pattern = S(&m, d->stdout_pattern);
+		r->stderr_pattern = S(&m, d->stderr_pattern);
 		desired_json(&m, r, d->command_json, d->env_json, d->gang_json);
 		/* the launch contract needs a rendezvous even if the scheduler left it empty */
 		if (!r->master_addr[0] && r->n_nodes)

@@ -83,6 +83,25 @@ json_t *grpc_codec_spec_json(const Muster__V1__JobSpec *s, struct mu_error *err)
 			json_object_set_new(g, "batch_only", json_true());
 		json_object_set_new(o, "signal", g);
 	}
+	STR("script", s->script);
+	STR("output", s->output);
+	STR("error", s->error);
+	if (s->batch_host)
+		json_object_set_new(o, "batch_host", json_true());
+	if (ret == 0 && s->n_script_args) {
+		arr = json_array();
+		for (size_t i = 0; i < s->n_script_args && ret == 0; i++) {
+			json_t *v = json_string(s->script_args[i]);
+			char field[40];
+
+			snprintf(field, sizeof(field), "script_args.%zu", i);
+			if (!v)
+				ret = mu_error_set(err, MU_EUTF8, field, "must be valid UTF-8");
+			else
+				json_array_append_new(arr, v);
+		}
+		json_object_set_new(o, "script_args", arr);
+	}
 	if (ret == 0 && ((s->topology_required && s->topology_required[0]) ||
 			 (s->topology_preferred && s->topology_preferred[0]))) {
 		json_t *t = json_object();

@@ -238,6 +238,8 @@ static Muster__V1__Job *job_proto(struct mu_arena *a, const struct store_job *j)
 	pj->mem_per_node = j->mem_per_node;
 	pj->cpus_per_node = j->cpus_per_node;
 	job_proto_launch(a, pj, j);
+	pj->output = S(a, j->stdout_pattern);
+	pj->error = S(a, j->stderr_pattern);
 	pj->topology_required = S(a, j->topo_required);
 	pj->topology_preferred = S(a, j->topo_preferred);
 	pj->time_limit_seconds = j->time_limit;

@@ -483,6 +483,17 @@ def test_events(c):
     cc.expect('retry-after' in hdrs, 'events 429 without Retry-After')
     for s in held:
         s.close()
+def test_history(c):
+    """GET /v1/history (sacct): a window, filters, the cursor, bad values."""
+    cc = client(c)
+    cc('GET', '/v1/history', expect=200)
+    cc('GET', '/v1/history?start=2026-01-01T00:00:00Z&end=2030-01-01T00:00:00Z&state=COMPLETED,FAILED'
+       '&user=alice&tenant=vision&job=1,2&limit=5', expect=200)
+    cc('GET', '/v1/history?cursor=1.1', expect=200)
+    for bad in ('start=yesterday', 'state=RUNNING', 'job=x', 'cursor=12', 'limit=0',
+                'start=2030-01-01T00:00:00Z&end=2026-01-01T00:00:00Z', 'colour=red'):
+        cc('GET', '/v1/history?' + bad, expect=400)
+    cc('GET', '/v1/history', token='', expect=401)
 
 
 def test_zz_every_routed_operation_answered(c):

@@ -1,0 +1,1 @@
+#SBATCH --job-name "unterminated

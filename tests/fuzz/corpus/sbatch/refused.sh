@@ -1,0 +1,1 @@
+#SBATCH --constraint=x
