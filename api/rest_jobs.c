@@ -73,6 +73,7 @@ static void encode_jobs(struct rest_req *rq, struct store_job_submit *s)
 
 		snprintf(loc, sizeof(loc), "/v1/jobs/%lld", (long long)s->jobs[0].id);
 		rest_add_header(rq, "location", loc);
+		rest_jobs_etag(rq, &s->jobs[0]);
 	}
 }
 
@@ -473,6 +474,7 @@ static int get_run(PGconn *db, struct rest_req *rq, void *arg)
 		return ret;
 	codec_job_encode(&job, &b);
 	rest_result_text(rq, 200, "application/json", b.p, b.len);
+	rest_jobs_etag(rq, &job);
 	mu_buf_release(&b);
 	return 0;
 }
@@ -501,6 +503,7 @@ static int cancel_run(PGconn *db, struct rest_req *rq, void *arg)
 		return ret;
 	codec_job_encode(&job, &b);
 	rest_result_text(rq, 200, "application/json", b.p, b.len);
+	rest_jobs_etag(rq, &job);
 	mu_buf_release(&b);
 	return 0;
 }

@@ -15,4 +15,11 @@
 /* Registers the submit group with the pool. Call once before serving. */
 void rest_jobs_init(struct store_pool *pool);
 
+struct rest_req;
+struct store_job;
+
+/* Adds the ETag header of `job` (its version, "N"): every single-job reply
+ * carries it; If-Match takes it back (api/rest_jobctl.c). */
+void rest_jobs_etag(struct rest_req *rq, const struct store_job *job);
+
 #endif

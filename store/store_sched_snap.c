@@ -99,7 +99,8 @@ static const char *const snap_sql[SNAP_NSQL] = {
 	    " priority_class_id, nodes, coalesce(min_nodes, nodes), gpus_per_node,"
 	    " time_limit, retries, extract(epoch FROM created_at)::bigint,"
 	    " coalesce(extract(epoch FROM planned_start)::bigint, 0)"
-	    " FROM jobs WHERE state = 'PENDING' AND NOT held ORDER BY id",
+	    " FROM jobs WHERE state = 'PENDING' AND NOT held"
+	    " AND (begin_at IS NULL OR begin_at <= now()) ORDER BY id", /* Held, BeginTime: store_jobctl.c */
 	    "SELECT id, coalesce(parent_id, 0), name, shares FROM tenants"
 	    " ORDER BY parent_id IS NOT NULL, id",
 	    "SELECT tenant_id, gpu_model, guaranteed_gpus, coalesce(max_gpus, -1),"
@@ -489,6 +490,7 @@ static int apply_starts(PGconn *c, int64_t epoch, const struct store_sched_decis
 			    " j AS (UPDATE jobs SET state = 'STARTING', started_at = now(), ended_at = NULL,"
 			    "   pending_reason = '', pending_message = '', planned_start = NULL, updated_at = now()"
 			    "   FROM s WHERE jobs.id = s.job_id AND jobs.state = 'PENDING' AND NOT jobs.held"
+			    "   AND (jobs.begin_at IS NULL OR jobs.begin_at <= now())"
 			    "   RETURNING jobs.id, jobs.tenant_id, jobs.time_limit, jobs.priority_class_id),"
 			    " r AS (INSERT INTO runs (job_id, attempt, epoch, nodes, gpus_per_node, time_limit,"
 			    "     grace_period, predicted_runtime)"
@@ -616,7 +618,7 @@ static int apply_pending(PGconn *c, const struct store_sched_decisions *d, struc
 			    "UPDATE jobs SET pending_reason = u.reason, pending_message = u.msg,"
 			    " planned_start = CASE WHEN u.ps > 0 THEN to_timestamp(u.ps) END"
 			    " FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[]) AS u(id, reason, msg, ps)"
-			    " WHERE jobs.id = u.id AND jobs.state = 'PENDING'",
+			    " WHERE jobs.id = u.id AND jobs.state = 'PENDING' AND NOT jobs.held",
 			    4, p, NULL, err);
 	mu_free(ids.p);
 	mu_free(reason.p);

@@ -1,0 +1,5 @@
+# Changing jobs (issue 12 item 4): hold/release/requeue/PATCH, ETag/If-Match,
+# begin times, with a real muster-scheduler and muster-api.
+if(TARGET muster-scheduler AND TARGET muster-api)
+  muster_py_test(api.jobctl test_jobctl.py TIMEOUT 240 LABELS scheduler)
+endif()
