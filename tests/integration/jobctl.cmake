@@ -3,3 +3,6 @@
 if(TARGET muster-scheduler AND TARGET muster-api)
   muster_py_test(api.jobctl test_jobctl.py TIMEOUT 240 LABELS scheduler)
 endif()
+if(TARGET muster-api)
+  muster_py_test(grpc.jobctl test_grpc_jobctl.py LABELS grpc)
+endif()
