@@ -63,5 +63,10 @@ int cmd_fairshare(struct cli_global *g, int argc, char **argv);
 int cmd_scheduler(struct cli_global *g, int argc, char **argv);
 int cmd_whoami(struct cli_global *g, int argc, char **argv);
 int cmd_logs(struct cli_global *g, int argc, char **argv);
+/* cmd_jobctl.c: scontrol hold/release/requeue/update */
+int cmd_hold(struct cli_global *g, int argc, char **argv);
+int cmd_release(struct cli_global *g, int argc, char **argv);
+int cmd_requeue(struct cli_global *g, int argc, char **argv);
+int cmd_update(struct cli_global *g, int argc, char **argv);
 
 #endif

@@ -377,5 +377,64 @@ def test_bad_values(c):
     check_eq(val(c, "SELECT count(*) FROM jobs"), njobs, "no refused submit wrote a job")
 
 
+def cli(c, *args, token=None):
+    import os
+    import subprocess
+    import tempfile
+    e = {k: v for k, v in os.environ.items() if not k.startswith("MUSTER_")}
+    e["HOME"] = tempfile.gettempdir() + "/muster-cli-nohome"
+    e["MUSTER_URL"] = c.api_url
+    e["MUSTER_TOKEN"] = token or TENANT_TOKEN
+    r = subprocess.run([harness.require_binary("muster")] + [str(a) for a in args],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e, timeout=60)
+    return r.returncode, r.stdout, r.stderr
+
+
+def test_cli(c):
+    """muster hold|release|requeue JOB..., muster update JOB KEY=VALUE... (scontrol's shape)."""
+    setup(c)
+    a, _ = submit(c, "nohw", priority_class="capped")
+    b, _ = submit(c, "nohw")
+    rc, out, err = cli(c, "hold", a, b)
+    check_eq((rc, out, err), (0, "", ""))
+    check_eq([get(c, j)[0]["held"] for j in (a, b)], [True, True])
+    rc, out, err = cli(c, "release", a, b, "--json")
+    check_eq(rc, 0, err)
+    check_eq(out.count('"held": false'), 2, out)
+    rc, out, err = cli(c, "update", a, "TimeLimit=1:00:00", "JobName=short", "label=stage=eval",
+                       "StartTime=now+2hours", "NumNodes=2", "Dependency=afterok:%d" % b)
+    check_eq((rc, err), (0, ""))
+    j = get(c, a)[0]
+    check_eq((j["time_limit"], j["name"], j["labels"], j["nodes"], j["dependencies"],
+              j["pending_reason"]),
+             (3600, "short", {"stage": "eval"}, 2, [{"type": "afterok", "job_id": b}], "BeginTime"))
+    begin = datetime.datetime.strptime(j["begin"][:19], "%Y-%m-%dT%H:%M:%S").replace(
+        tzinfo=datetime.timezone.utc)
+    ahead = (begin - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+    check(7000 < ahead <= 7201, "now+2hours is two hours ahead", ahead)
+    for form in ("16:00", "2030-01-31T08:00", "2030-01-31", "tomorrow", "2030-01-31T08:00:00+02:00"):
+        rc, _, err = cli(c, "update", a, "StartTime=" + form)
+        check_eq((rc, err), (0, ""), form)
+    check_eq(get(c, a)[0]["begin"], "2030-01-31T06:00:00.000Z")
+    rc, _, err = cli(c, "update", a, "StartTime=none")
+    check_eq((rc, get(c, a)[0]["begin"]), (0, None), err)
+    # Refused by the server: the class maximum (7200 s); nothing changes, exit 1.
+    before = row(c, a)
+    rc, _, err = cli(c, "update", a, "TimeLimit=3:00:00", "JobName=never")
+    check_eq(rc, 1, err)
+    check("time_limit" in err, err)
+    check_eq(row(c, a), before)
+    # Usage errors (exit 2) are caught before any request.
+    for args in (("update", a), ("update", a, "Bogus=1"), ("update", a, "TimeLimit=soon"),
+                 ("update", a, "StartTime=whenever"), ("update", a, "NumNodes=0"),
+                 ("update", "x1", "TimeLimit=5"), ("hold",), ("hold", "abc"), ("requeue", a, "-1")):
+        rc, _, err = cli(c, *args)
+        check_eq(rc, 2, args, err)
+    check_eq(row(c, a), before)
+    # Another tenant's job: not found (3); a pending job cannot be requeued (1).
+    check_eq(cli(c, "hold", a, token=OTHER_TOKEN)[0], 3)
+    check_eq(cli(c, "requeue", a)[0], 1)
+
+
 if __name__ == "__main__":
     harness.main(api=True)
