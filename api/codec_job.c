@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "arrayspec.h"
 #include "config.h"
 #include "duration.h"
 #include "jv.h"
@@ -14,7 +15,7 @@ static const char *const job_fields[] = {
 	"tenant", "user", "name", "priority_class", "nodes", "min_nodes", "gpus_per_node",
 	"gpu_model", "procs_per_node", "topology", "time_limit", "command", "env", "workdir",
 	"dependencies", "max_retries", "labels", "mem_per_node", "cpus_per_node", "hold", "begin",
-	NULL,
+	"array", NULL,
 };
 
 #define MEM_MIN (1LL << 20) /* 1 MiB */
@@ -453,6 +454,40 @@ int codec_job_decode(const json_t *body, struct mu_arena *a, const char *prefix,
 		return ret;
 	if ((ret = decode_begin(body, prefix, &job->begin, err)) < 0)
 		return ret;
+	ret = jv_str(body, "array", false, MU_ARRAY_SPEC_MAX, false, &job->array_spec, prefix, err);
+	if (ret < 0)
+		return ret;
+	if (ret > 0) {
+		struct mu_arrayspec as;
+		char why[96];
+
+		ret = mu_arrayspec_parse(job->array_spec, &as, NULL, 0, why);
+		if (ret < 0)
+			return jv_fail(err, ret, prefix, "array", "%s", why);
+		job->array_throttle = as.throttle;
+	}
+	return 0;
+}
+
+int codec_job_expand_array(const struct store_job *job, struct mu_arena *a, struct store_job **out,
+			   size_t *n, struct mu_error *err)
+{
+	struct mu_arrayspec as;
+	int32_t *ids = mu_arena_alloc(a, sizeof(*ids) * MU_ARRAY_MAX_TASKS);
+	struct store_job *jobs;
+	char why[96];
+	int ret;
+
+	ret = mu_arrayspec_parse(job->array_spec, &as, ids, MU_ARRAY_MAX_TASKS, why);
+	if (ret < 0)
+		return mu_error_set(err, ret, "array", "%s", why);
+	jobs = mu_arena_alloc(a, sizeof(*jobs) * as.count);
+	for (size_t i = 0; i < as.count; i++) {
+		jobs[i] = *job;
+		jobs[i].array_task_id = ids[i];
+	}
+	*out = jobs;
+	*n = as.count;
 	return 0;
 }
 
@@ -617,6 +652,11 @@ void codec_job_encode(const struct store_job *j, struct mu_buf *b)
 	key(b, "held");
 	mu_buf_adds(b, j->held ? "true" : "false");
 	kstr(b, "begin", j->begin_at);
+	if (j->array_spec) {
+		kint(b, "array_job_id", j->array_job_id);
+		kint(b, "array_task_id", j->array_task_id);
+		kstr(b, "array", j->array_spec);
+	}
 	if (j->runs)
 		kraw(b, "runs", j->runs, "[]");
 	if (j->events)

@@ -41,6 +41,13 @@ int codec_job_decode_patch(const json_t *body, struct mu_arena *a, struct store_
  * 1970..9999. */
 int codec_job_parse_rfc3339(const char *s, int64_t *out) __attribute__((warn_unused_result));
 
+/*
+ * A job whose `array` is set, as its tasks: *out (n jobs in `a`) are copies
+ * of *job with array_task_id set, ascending. 0 or MU_EINVAL/MU_ERANGE.
+ */
+int codec_job_expand_array(const struct store_job *job, struct mu_arena *a, struct store_job **out,
+			   size_t *n, struct mu_error *err) __attribute__((warn_unused_result));
+
 /* Appends the job object as JSON text (runs/events too when set). */
 void codec_job_encode(const struct store_job *job, struct mu_buf *out);
 

@@ -59,6 +59,10 @@ void store__job_row(struct mu_arena *a, const PGresult *r, int row, int b, struc
 	j->held = store_db_get_bool(r, row, b + 32);
 	j->begin_at = cdup_null(a, r, row, b + 33);
 	j->etag = store_db_get_int64(r, row, b + 34);
+	j->array_job_id = store_db_get_int64(r, row, b + 35);
+	j->array_task_id = store_db_get_int64(r, row, b + 36);
+	j->array_spec = cdup_null(a, r, row, b + 37);
+	j->array_throttle = store_db_get_int64(r, row, b + 38);
 }
 
 /* A PostgreSQL array literal of text elements. */
@@ -579,6 +583,18 @@ static void add_row(struct mu_buf *b, const struct store_job *j, int64_t tenant_
 	}
 	mu_buf_addc(b, '\t');
 	copy_str(b, j->pending_reason ? j->pending_reason : "Priority");
+	mu_buf_addc(b, '\t');
+	if (j->array_spec) {
+		copy_int(b, j->array_job_id);
+		mu_buf_addc(b, '\t');
+		copy_int(b, j->array_task_id);
+		mu_buf_addc(b, '\t');
+		copy_str(b, j->array_spec);
+	} else {
+		mu_buf_adds(b, "\\N\t\\N\t\\N");
+	}
+	mu_buf_addc(b, '\t');
+	copy_int(b, j->array_throttle);
 	mu_buf_addc(b, '\n');
 }
 
@@ -637,7 +653,7 @@ static int copy_end(PGconn *c, int ret, struct store_job_submit **reqs, size_t n
 	" gpus_per_node, gpu_model, procs_per_node, topology_required, topology_preferred,"         \
 	" time_limit, command, env, workdir, dependencies, max_retries, labels,"                     \
 	" idempotency_key, request_sha256, mem_per_node, cpus_per_node, held, begin_at,"           \
-	" pending_reason) FROM STDIN"
+	" pending_reason, array_job_id, array_task_id, array_spec, array_throttle) FROM STDIN"
 
 /* Rows handed to the server at a time: it inserts one chunk while the
  * next is built. */
@@ -652,6 +668,10 @@ static void fill_job(struct store_job_submit *s, struct store_job *j, const stru
 	j->id = id;
 	j->created_at = last ? last->created_at : mu_arena_strdup(s->arena, created_at);
 	j->etag = etag;
+	/* an array's tasks are the request's jobs, in order: the first one's
+	 * id names the array */
+	if (j->array_spec)
+		j->array_job_id = last && last->array_spec ? last->array_job_id : id;
 	j->state = "PENDING";
 	/* held and begin: kept out of the snapshot (store_sched_snap.c), so
 	 * the reason written here stays until released or due */
@@ -1062,10 +1082,12 @@ int store_job_list(PGconn *c, struct mu_arena *a, const char *scope,
 		"        AND (t.path = f.path OR starts_with(t.path, f.path || '/'))))"
 		"   AND ($5::text IS NULL OR j.user_name = $5)"
 		"   AND ($6::jsonb IS NULL OR j.labels @> $6::jsonb)"
+		"   AND ($8::bigint IS NULL OR j.array_job_id = $8::bigint)"
+		"   AND ($9::int IS NULL OR j.array_task_id = $9::int)"
 		" ORDER BY j.id LIMIT $7::int";
-	char after[24], lim[16];
+	char after[24], lim[16], arr[24], task[16];
 	struct mu_buf states = MU_BUF_INIT;
-	const char *p[7];
+	const char *p[9];
 	PGresult *r = NULL;
 	int ret, rows;
 
@@ -1088,7 +1110,11 @@ int store_job_list(PGconn *c, struct mu_arena *a, const char *scope,
 	p[4] = f->user;
 	p[5] = f->labels;
 	p[6] = lim;
-	ret = store_db_exec(c, sql, 7, p, &r, err);
+	snprintf(arr, sizeof(arr), "%lld", (long long)f->array_job_id);
+	p[7] = f->array_job_id ? arr : NULL;
+	snprintf(task, sizeof(task), "%lld", (long long)f->array_task_id);
+	p[8] = f->has_array_task ? task : NULL;
+	ret = store_db_exec(c, sql, 9, p, &r, err);
 	if (ret < 0)
 		goto out;
 	rows = store_db_nrows(r);

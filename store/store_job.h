@@ -79,6 +79,11 @@ struct store_job {
 	int64_t begin;              /* in: earliest start, Unix seconds; 0 = at once */
 	const char *begin_at;       /* out: RFC 3339, NULL = none */
 	int64_t etag;               /* out: the version (updated_at in microseconds) */
+	/* job arrays: set on every task of one; array_job_id 0 = not an array */
+	int64_t array_job_id;       /* out: the id of the array's first task */
+	int64_t array_task_id;      /* in/out */
+	const char *array_spec;     /* in/out: "0-15%4" as given */
+	int64_t array_throttle;     /* in/out: K of %K, 0 = none */
 };
 
 /*
@@ -137,6 +142,9 @@ struct store_job_filter {
 	const char *tenant;         /* name: that tenant's subtree; NULL = all */
 	const char *user;           /* NULL = all */
 	const char *labels;         /* JSON object text every job's labels must contain, or NULL */
+	int64_t array_job_id;       /* only the tasks of this array; 0 = any job */
+	bool has_array_task;        /* and of them only task array_task_id */
+	int64_t array_task_id;
 	int64_t after_id;           /* cursor: ids > after_id */
 	int limit;                  /* 1..1000 */
 };
@@ -163,6 +171,16 @@ int store_job_get(PGconn *c, struct mu_arena *a, const char *scope, int64_t id,
 int store_job_cancel(PGconn *c, struct mu_arena *a, const char *scope, int64_t id,
 		     const char *who, struct store_job *out, struct mu_error *err)
 	__attribute__((warn_unused_result));
+
+/*
+ * Cancels every task of array `array_job_id` that has not ended (each as
+ * store_job_cancel would, in one transaction); *ncancelled gets how many.
+ * MU_ENOTFOUND when no task of it is in scope; MU_ESTATE when every task
+ * has ended already. *out gets the array's first task after the change.
+ */
+int store_job_cancel_array(PGconn *c, struct mu_arena *a, const char *scope, int64_t array_job_id,
+			   const char *who, struct store_job *out, int64_t *ncancelled,
+			   struct mu_error *err) __attribute__((warn_unused_result));
 
 /*
  * Changing jobs (store_jobctl.c). Each runs in one transaction with the job

@@ -19,8 +19,9 @@
 	" j.pending_message, " TS("j.planned_start") ", j.exit_code, j.end_reason, "                 \
 	TS("j.created_at") ", " TS("j.started_at") ", " TS("j.ended_at") ", t.path,"               \
 	" coalesce(j.mem_per_node, 0), coalesce(j.cpus_per_node, 0), j.held, " TS("j.begin_at") ","   \
-	" (extract(epoch FROM j.updated_at) * 1000000)::bigint"
-#define JOB_NCOLS 35
+	" (extract(epoch FROM j.updated_at) * 1000000)::bigint, coalesce(j.array_job_id, 0),"          \
+	" coalesce(j.array_task_id, 0), j.array_spec, j.array_throttle"
+#define JOB_NCOLS 39
 #define JOB_FROM                                                                                   \
 	" FROM jobs j JOIN tenants t ON t.id = j.tenant_id"                                         \
 	" JOIN priority_classes pc ON pc.id = j.priority_class_id"

@@ -359,3 +359,78 @@ int store_job_update(PGconn *c, struct mu_arena *a, const char *scope, int64_t i
 
 	return store_db_tx(c, NULL, 0, upd_tx, &ua, err);
 }
+
+/* ---- cancel of a whole array ----------------------------------------------- */
+
+struct carr_arg {
+	struct mu_arena *a;
+	const char *scope;
+	int64_t id;
+	const char *who;
+	struct store_job *out;
+	int64_t *n;
+};
+
+static int carr_tx(PGconn *c, void *arg, struct mu_error *err)
+{
+	static const char lock_sql[] =
+		"SELECT count(*), count(*) FILTER (WHERE x.state IN ('PENDING', 'STARTING', 'RUNNING'))"
+		"  FROM (SELECT j.state FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
+		"   WHERE j.array_job_id = $1::bigint AND " IN_SCOPE("$2")
+		"   ORDER BY j.id FOR UPDATE OF j) x";
+	static const char pending_sql[] =
+		"WITH u AS (UPDATE jobs SET state = 'CANCELLED', ended_at = now(), updated_at = now(),"
+		"   end_reason = 'cancelled', pending_reason = '', pending_message = '', planned_start = NULL"
+		"   WHERE array_job_id = $1::bigint AND state = 'PENDING' RETURNING id, tenant_id)"
+		" INSERT INTO events (kind, tenant_id, job_id, reason, data)"
+		" SELECT 'job.cancelled', tenant_id, id, 'cancel', jsonb_build_object('by', $2::text) FROM u";
+	static const char running_sql[] =
+		"WITH u AS (UPDATE runs SET state = CASE WHEN state IN ('STARTING', 'RUNNING')"
+		"   THEN 'STOPPING' ELSE state END,"
+		"   stop_reason = CASE WHEN stop_reason IN ('', 'requeue') THEN 'cancel' ELSE stop_reason END,"
+		"   stop_requested_at = coalesce(stop_requested_at, now())"
+		"   WHERE live AND job_id IN (SELECT id FROM jobs WHERE array_job_id = $1::bigint"
+		"     AND state IN ('STARTING', 'RUNNING')) RETURNING id, job_id)"
+		" INSERT INTO events (kind, tenant_id, job_id, run_id, reason, data)"
+		" SELECT 'job.cancel_requested', j.tenant_id, j.id, u.id, 'cancel',"
+		"        jsonb_build_object('by', $2::text) FROM u JOIN jobs j ON j.id = u.job_id";
+	struct carr_arg *ca = arg;
+	char idb[24];
+	const char *p[2] = { idb, ca->scope };
+	PGresult *r = NULL;
+	int ret;
+
+	snprintf(idb, sizeof(idb), "%lld", (long long)ca->id);
+	ret = store_db_exec(c, lock_sql, 2, p, &r, err);
+	if (ret < 0)
+		goto out;
+	if (!store_db_get_int64(r, 0, 0)) {
+		ret = mu_error_set(err, MU_ENOTFOUND, "", "no such job array");
+		goto out;
+	}
+	*ca->n = store_db_get_int64(r, 0, 1);
+	if (!*ca->n) {
+		ret = mu_error_set(err, MU_ESTATE, "", "every task of the array already ended");
+		goto out;
+	}
+	p[1] = ca->who ? ca->who : "";
+	ret = store_db_exec(c, pending_sql, 2, p, NULL, err);
+	if (!ret)
+		ret = store_db_exec(c, running_sql, 2, p, NULL, err);
+	if (!ret)
+		ret = notify(c, "cancel", idb, err);
+	if (!ret)
+		ret = read_job(c, ca->a, idb, ca->out, err);
+out:
+	store_db_clear(r);
+	return ret;
+}
+
+int store_job_cancel_array(PGconn *c, struct mu_arena *a, const char *scope, int64_t array_job_id,
+			   const char *who, struct store_job *out, int64_t *ncancelled,
+			   struct mu_error *err)
+{
+	struct carr_arg ca = { a, scope, array_job_id, who, out, ncancelled };
+
+	return store_db_tx(c, NULL, 0, carr_tx, &ca, err);
+}

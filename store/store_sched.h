@@ -173,6 +173,7 @@ struct store_sched_run {
 	int predicted_runtime; /* s, planned at start when shorter than the limit; 0 = none */
 	bool stopping;
 	size_t alloc_first, alloc_count; /* slice of snap->allocs (sorted by run, rank) */
+	int64_t array_job_id; /* the job's array (its first task's id); 0 = none */
 };
 
 struct store_sched_job {
@@ -182,6 +183,7 @@ struct store_sched_job {
 	int priority_class_id;
 	int nodes, min_nodes, gpus_per_node, time_limit, retries;
 	int64_t created_at, planned_start; /* unix s; planned_start 0 = none */
+	int64_t array_job_id; int array_throttle; /* job arrays: 0 = none */
 };
 
 struct store_sched_tenant {

@@ -92,13 +92,15 @@ static const char *const snap_sql[SNAP_NSQL] = {
 	    "SELECT r.id, r.job_id, j.tenant_id, j.user_name, j.priority_class_id, r.nodes,"
 	    " r.gpus_per_node, r.time_limit,"
 	    " extract(epoch FROM coalesce(r.started_at, r.created_at))::bigint,"
-	    " r.state = 'STOPPING', coalesce(j.min_nodes, 0), coalesce(r.predicted_runtime, 0)"
+	    " r.state = 'STOPPING', coalesce(j.min_nodes, 0), coalesce(r.predicted_runtime, 0),"
+	    " coalesce(j.array_job_id, 0)" /* job arrays: the %K throttle counts live runs */
 	    " FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.live ORDER BY r.id",
 	    "SELECT id, tenant_id, user_name, gpu_model, topology_required,"
 	    " topology_preferred, dependencies::text, pending_reason, pending_message,"
 	    " priority_class_id, nodes, coalesce(min_nodes, nodes), gpus_per_node,"
 	    " time_limit, retries, extract(epoch FROM created_at)::bigint,"
-	    " coalesce(extract(epoch FROM planned_start)::bigint, 0)"
+	    " coalesce(extract(epoch FROM planned_start)::bigint, 0),"
+	    " coalesce(array_job_id, 0), array_throttle" /* job arrays */
 	    " FROM jobs WHERE state = 'PENDING' AND NOT held"
 	    " AND (begin_at IS NULL OR begin_at <= now()) ORDER BY id", /* Held, BeginTime: store_jobctl.c */
 	    "SELECT id, coalesce(parent_id, 0), name, shares FROM tenants"
@@ -250,6 +252,7 @@ static int load_runs(PGconn *c, struct batch *b, struct store_sched_snap *s, str
 		x->stopping = store_db_get_bool(r, row, 9);
 		x->min_nodes = geti(r, row, 10);
 		x->predicted_runtime = geti(r, row, 11);
+		x->array_job_id = getl(r, row, 12);
 		if (x->min_nodes >= x->nodes)
 			x->min_nodes = 0; /* not elastic (any more): it cannot lose a node */
 		/* Both lists are sorted by run id: merge. */
@@ -294,6 +297,8 @@ static int load_jobs(PGconn *c, struct batch *b, struct store_sched_snap *s, str
 		j->retries = geti(r, row, 14);
 		j->created_at = getl(r, row, 15);
 		j->planned_start = getl(r, row, 16);
+		j->array_job_id = getl(r, row, 17);
+		j->array_throttle = geti(r, row, 18);
 	}
 out:
 	store_db_clear(r);
@@ -383,8 +388,17 @@ static int load_policy(PGconn *c, struct batch *b, struct store_sched_snap *s, s
 		sb_close(&ids);
 		dp[0] = ids.p;
 		ret = store_db_exec(c,
-				    "SELECT id, state, coalesce(exit_code, -1) FROM jobs WHERE id = ANY($1::bigint[])"
-				    " ORDER BY id",
+				    /* job arrays: the first task's id stands for every task: ended
+				     * when all have, COMPLETED 0 only when all are */
+				    "SELECT d.id, CASE WHEN bool_or(x.state IN ('PENDING', 'STARTING', 'RUNNING'))"
+				    "   THEN 'RUNNING' WHEN bool_and(x.state = 'COMPLETED' AND coalesce(x.exit_code, 0) = 0)"
+				    "   THEN 'COMPLETED' ELSE 'FAILED' END,"
+				    "   CASE WHEN bool_and(x.state = 'COMPLETED' AND coalesce(x.exit_code, 0) = 0) THEN 0"
+				    "   ELSE -1 END"
+				    " FROM unnest($1::bigint[]) d(id) JOIN LATERAL ("
+				    "   SELECT state, exit_code FROM jobs WHERE id = d.id UNION ALL"
+				    "   SELECT state, exit_code FROM jobs WHERE array_job_id = d.id AND id <> d.id) x ON true"
+				    " GROUP BY d.id ORDER BY d.id",
 				    1, dp, &r, err);
 		mu_free(ids.p);
 	}

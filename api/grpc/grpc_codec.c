@@ -119,6 +119,7 @@ json_t *grpc_codec_spec_json(const Muster__V1__JobSpec *s, struct mu_error *err)
 	if (s->hold)
 		json_object_set_new(o, "hold", json_true());
 	STR("begin", s->begin);
+	STR("array", s->array);
 #undef STR
 #undef INT
 	if (ret < 0) {

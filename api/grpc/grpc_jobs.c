@@ -239,6 +239,11 @@ static Muster__V1__Job *job_proto(struct mu_arena *a, const struct store_job *j)
 	pj->ended_at = S(a, j->ended_at);
 	pj->held = j->held;
 	pj->begin = S(a, j->begin_at);
+	if (j->array_spec) {
+		pj->array_job_id = j->array_job_id;
+		pj->array_task_id = j->array_task_id;
+		pj->array = S(a, j->array_spec);
+	}
 	{
 		char et[32];
 
@@ -293,6 +298,14 @@ static int submit_prepare(struct gcall *c, struct submit_state **out)
 		return ret;
 	st->s.jobs = &st->job;
 	st->s.n = 1;
+	if (st->job.array_spec) {
+		if (r->idempotency_key && r->idempotency_key[0])
+			return mu_error_set(&c->err, MU_EINVAL, "idempotency_key",
+					    "not supported with array (yet): submit the array once");
+		ret = codec_job_expand_array(&st->job, &c->arena, &st->s.jobs, &st->s.n, &c->err);
+		if (ret < 0)
+			return ret;
+	}
 	st->s.scope = gcall_scope(c);
 	st->s.arena = &c->arena;
 	if (r->idempotency_key && r->idempotency_key[0]) {
@@ -320,7 +333,7 @@ static int submit_finish(struct gcall *c, struct submit_state *st)
 	} else {
 		resp = A(&c->arena, sizeof(*resp));
 		muster__v1__submit_job_response__init(resp);
-		resp->job = job_proto(&c->arena, &st->job);
+		resp->job = job_proto(&c->arena, &st->s.jobs[0]);
 		resp->replayed = st->s.replayed;
 		c->resp = &resp->base;
 	}

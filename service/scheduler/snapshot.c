@@ -393,6 +393,7 @@ int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_sna
 			r->start = dr->start;
 			r->time_limit = dr->time_limit;
 			r->min_nodes = dr->min_nodes;
+			r->array_job_id = dr->array_job_id;
 			/* Planned at its prediction while it lasts; past it, at its limit. */
 			r->predicted_end = dr->predicted_runtime > 0 ? dr->start + dr->predicted_runtime : 0;
 			for (size_t k = dr->alloc_first; k < dr->alloc_first + dr->alloc_count; k++) {
@@ -443,6 +444,8 @@ int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_sna
 		j->topo_required = scheduler_snap_level(s, dj->topology_required);
 		j->topo_preferred = scheduler_snap_level(s, dj->topology_preferred);
 		j->time_limit = dj->time_limit;
+		j->array_job_id = dj->array_job_id;
+		j->array_throttle = dj->array_throttle;
 		nd = scheduler_parse_deps(db, dj->dependencies, &s->deps[ndeps], 100);
 		if (nd > 0) {
 			j->deps = &s->deps[ndeps];
