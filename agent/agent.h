@@ -204,6 +204,9 @@ struct ag_spec {
 	int grace_period_s;
 	int64_t mem_per_node;  /* bytes, 0 = no limit */
 	int cpus_per_node;     /* 0 = no limit */
+	int64_t array_job_id;  /* job arrays (SLURM_ARRAY_*): 0 = not an array */
+	int64_t array_task_id;
+	char *array_spec;      /* NULL = not an array */
 };
 
 void ag_spec_free(struct ag_spec *s);

@@ -26,6 +26,7 @@
 
 #include "agent.h"
 #include "alloc.h"
+#include "arrayspec.h"
 #include "log.h"
 
 double ag_now(void)
@@ -77,6 +78,7 @@ void ag_spec_free(struct ag_spec *s)
 	}
 	mu_free(s->nodes);
 	mu_free(s->master_addr);
+	mu_free(s->array_spec);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -130,6 +132,31 @@ static void env_int(struct envb *b, const char *name, long long v)
 	char num[32];
 	snprintf(num, sizeof(num), "%lld", v);
 	env_set(b, name, num);
+}
+
+/* A job array task's SLURM_ARRAY_* and MUSTER_ARRAY_* (JOB_ID, TASK_ID,
+ * TASK_COUNT, TASK_MIN, TASK_MAX, TASK_STEP), as sbatch sets them; the
+ * count, bounds and step come from the array's spec. */
+static void array_env(struct envb *b, const struct ag_spec *s)
+{
+	static const char *const prefixes[] = { "SLURM_ARRAY_", "MUSTER_ARRAY_" };
+	struct mu_arrayspec as;
+	char name[48];
+
+	if (!s->array_spec || !s->array_job_id ||
+	    mu_arrayspec_parse(s->array_spec, &as, NULL, 0, NULL) < 0)
+		return;
+	for (size_t p = 0; p < 2; p++) {
+		const long long v[] = { s->array_job_id, s->array_task_id, (long long)as.count, as.min,
+					as.max, as.step };
+		static const char *const keys[] = { "JOB_ID", "TASK_ID", "TASK_COUNT", "TASK_MIN",
+						    "TASK_MAX", "TASK_STEP" };
+
+		for (size_t k = 0; k < 6; k++) {
+			snprintf(name, sizeof(name), "%s%s", prefixes[p], keys[k]);
+			env_int(b, name, v[k]);
+		}
+	}
 }
 
 char **ag_launch_env(const struct ag_spec *s, int local_rank, const char *hostfile,
@@ -188,6 +215,7 @@ char **ag_launch_env(const struct ag_spec *s, int local_rank, const char *hostfi
 	env_int(&b, "SLURM_PROCID", rank);
 	env_int(&b, "SLURM_LOCALID", local_rank);
 	env_int(&b, "SLURM_NTASKS", world);
+	array_env(&b, s);
 	if (hostfile)
 		env_set(&b, "MUSTER_HOSTFILE", hostfile);
 	if (id) {

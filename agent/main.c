@@ -185,6 +185,11 @@ static void spec_from(struct ag_spec *s, const Muster__V1__DesiredRun *d)
 	s->grace_period_s = d->grace_period_s;
 	s->mem_per_node = d->mem_per_node;
 	s->cpus_per_node = d->cpus_per_node;
+	if (d->array_spec && d->array_spec[0]) {
+		s->array_job_id = d->array_job_id;
+		s->array_task_id = d->array_task_id;
+		s->array_spec = mu_strdup(d->array_spec);
+	}
 }
 
 /* Rewrites a live run's hostfile when its gang changed (elastic shrink). */

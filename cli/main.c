@@ -53,7 +53,9 @@ static const struct command {
 	  "      --label K=V     only jobs with this label (repeatable, all must match)\n" },
 	{ "show", cmd_show, "show jobs with runs and events (scontrol show job)",
 	  "usage: muster show JOB [JOB...]\n" },
-	{ "cancel", cmd_cancel, "cancel jobs (scancel)", "usage: muster cancel JOB [JOB...]\n" },
+	{ "cancel", cmd_cancel, "cancel jobs (scancel)",
+	  "usage: muster cancel JOB [JOB...]\n"
+	  "  JOB is an id (an array's id cancels every task of it) or ARRAY_TASK (123_7: one task)\n" },
 	{ "hold", cmd_hold, "hold pending jobs: they do not start (scontrol hold)",
 	  "usage: muster hold JOB [JOB...]\n" },
 	{ "release", cmd_release, "release held jobs (scontrol release)",

@@ -330,6 +330,7 @@ int store_agent_desired(PGconn *c, struct mu_arena *a, const int64_t *node_ids, 
 		" coalesce((SELECT u.unix_account FROM tenants u WHERE u.unix_account <> ''"
 		"   AND (t.path = u.path OR starts_with(t.path, u.path || '/'))"
 		"   ORDER BY length(u.path) DESC LIMIT 1), '')"
+		", coalesce(j.array_job_id, 0), coalesce(j.array_task_id, 0), coalesce(j.array_spec, '')"
 		/* live allocations by the partial node index, plus the parts of
 		 * shrunk runs dropped from these nodes (a tiny partial index) */
 		" FROM (SELECT run_id, node_id, node_rank, gpu_index, live FROM run_allocations"
@@ -392,6 +393,9 @@ int store_agent_desired(PGconn *c, struct mu_arena *a, const int64_t *node_ids, 
 		r->mem_per_node = store_db_get_int64(res, i, 21);
 		r->cpus_per_node = (int32_t)store_db_get_int64(res, i, 22);
 		r->unix_account = mu_arena_strdup(a, store_db_get(res, i, 23));
+		r->array_job_id = store_db_get_int64(res, i, 24);
+		r->array_task_id = store_db_get_int64(res, i, 25);
+		r->array_spec = mu_arena_strdup(a, store_db_get(res, i, 26));
 	}
 	*nruns = (size_t)rows;
 	rows = store_db_nrows(nres);

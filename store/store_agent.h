@@ -109,6 +109,9 @@ struct store_desired_run {
 	int64_t mem_per_node;      /* bytes, 0 = none */
 	int32_t cpus_per_node;     /* 0 = none */
 	const char *unix_account;  /* the tenant's (nearest ancestor's) account, "" = none */
+	int64_t array_job_id;      /* job arrays: the first task's id, 0 = not an array */
+	int64_t array_task_id;
+	const char *array_spec;    /* "" = not an array */
 	const char *gang_json;     /* [{"rank","name","address","gpus"}] in rank order:
 	                              the live members (an elastic run that shrank
 	                              lists the kept nodes, with their ranks at launch) */

@@ -931,6 +931,9 @@ static void push_desired(PGconn *db, struct snap *sn, size_t n)
 		r->mem_per_node = d->mem_per_node;
 		r->cpus_per_node = d->cpus_per_node;
 		r->unix_account = S(&m, d->unix_account);
+		r->array_job_id = d->array_job_id;
+		r->array_task_id = d->array_task_id;
+		r->array_spec = S(&m, d->array_spec);
 		desired_json(&m, r, d->command_json, d->env_json, d->gang_json);
 		/* the launch contract needs a rendezvous even if the scheduler left it empty */
 		if (!r->master_addr[0] && r->n_nodes)

@@ -6,3 +6,7 @@ endif()
 if(TARGET muster-api)
   muster_py_test(grpc.jobctl test_grpc_jobctl.py LABELS grpc)
 endif()
+# Job arrays (issue 12 item 3): a real agent, scheduler and API.
+if(TARGET muster-scheduler AND TARGET muster-api AND TARGET muster-agent)
+  muster_py_test(api.arrays test_arrays.py TIMEOUT 240 LABELS scheduler)
+endif()
