@@ -68,5 +68,7 @@ int cmd_hold(struct cli_global *g, int argc, char **argv);
 int cmd_release(struct cli_global *g, int argc, char **argv);
 int cmd_requeue(struct cli_global *g, int argc, char **argv);
 int cmd_update(struct cli_global *g, int argc, char **argv);
+/* cmd_settings.c */
+int cmd_settings(struct cli_global *g, int argc, char **argv);
 
 #endif

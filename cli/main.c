@@ -62,6 +62,11 @@ static const struct command {
 	  "usage: muster release JOB [JOB...]\n" },
 	{ "requeue", cmd_requeue, "stop running jobs and queue them again (scontrol requeue)",
 	  "usage: muster requeue JOB [JOB...]\n" },
+	{ "settings", cmd_settings, "show or change the cluster policy settings (admin to change)",
+	  "usage: muster settings [get [KEY...]]\n"
+	  "       muster settings set KEY=VALUE [KEY=VALUE...]\n"
+	  "  VALUE is JSON (4, true, [\"block\",\"rack\"]); topology_levels also takes block,rack.\n"
+	  "  Every change is checked first and made at once or not at all.\n" },
 	{ "update", cmd_update, "change a pending job (scontrol update)",
 	  "usage: muster update JOB KEY=VALUE [KEY=VALUE...]\n"
 	  "  TimeLimit=LIMIT       (time_limit) lower freely; at most the class's maximum\n"

@@ -10,3 +10,7 @@ endif()
 if(TARGET muster-scheduler AND TARGET muster-api AND TARGET muster-agent)
   muster_py_test(api.arrays test_arrays.py TIMEOUT 240 LABELS scheduler)
 endif()
+# Settings (issue 12 item 7): the one table agrees with SQL, docs and spec.
+if(TARGET muster-api)
+  muster_py_test(api.settings test_settings.py TIMEOUT 120)
+endif()

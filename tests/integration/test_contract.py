@@ -492,6 +492,19 @@ def test_jobs_control(c):
     cc('POST', '/v1/jobs/%d/cancel' % j, expect=200)
 
 
+def test_settings(c):
+    need('getSettings', 'updateSettings')
+    cc = client(c)
+    st, _, b = cc('GET', '/v1/settings', expect=200)
+    cc('GET', '/v1/settings', token='', expect=401)
+    cc('PATCH', '/v1/settings', {'reservation_depth': 2}, expect=200)
+    cc('PATCH', '/v1/settings', {'reservation_depth': -2}, expect=400)
+    cc('PATCH', '/v1/settings', {'nope': 1}, expect=400)
+    if S.get('vision'):
+        cc('PATCH', '/v1/settings', {'reservation_depth': 2}, token=S['vision'], expect=403)
+    cc('PATCH', '/v1/settings', {'reservation_depth': b.get('reservation_depth', 1)}, expect=200)
+
+
 def test_zz_every_routed_operation_answered(c):
     cc = client(c)
     missing = []
