@@ -246,6 +246,7 @@ static int decode_deps(const json_t *body, struct mu_arena *a, const char *prefi
 	if (json_array_size(v) > 100)
 		return jv_fail(err, MU_ERANGE, prefix, "dependencies", "at most 100 items");
 	ids = mu_arena_alloc(a, sizeof(*ids) * (json_array_size(v) + 1));
+	size_t nids = 0;
 	json_array_foreach(v, i, item) {
 		const char *type = NULL;
 		int64_t id = 0;
@@ -261,16 +262,23 @@ static int decode_deps(const json_t *body, struct mu_arena *a, const char *prefi
 		ret = jv_str(item, "type", true, 16, false, &type, p, err);
 		if (ret < 0)
 			return ret;
+		if (!strcmp(type, "singleton")) {
+			/* Slurm's singleton: after every earlier job of the same
+			 * tenant, user and name has ended; it names no job */
+			if (json_object_get(item, "job_id"))
+				return jv_fail(err, MU_EINVAL, p, "job_id", "singleton takes no job_id");
+			continue;
+		}
 		if (strcmp(type, "afterok") && strcmp(type, "afterany") && strcmp(type, "afternotok"))
 			return jv_fail(err, MU_EINVAL, p, "type",
-				       "must be afterok, afterany or afternotok");
+				       "must be afterok, afterany, afternotok or singleton");
 		ret = jv_int(item, "job_id", true, 1, INT64_C(9007199254740991), &id, p, err);
 		if (ret < 0)
 			return ret;
-		ids[i] = id;
+		ids[nids++] = id;
 	}
 	job->dep_ids = ids;
-	job->ndeps = json_array_size(v);
+	job->ndeps = nids;
 	job->dependencies = dump(a, v);
 	return 0;
 }

@@ -184,6 +184,8 @@ struct store_sched_job {
 	int nodes, min_nodes, gpus_per_node, time_limit, retries;
 	int64_t created_at, planned_start; /* unix s; planned_start 0 = none */
 	int64_t array_job_id; int array_throttle; /* job arrays: 0 = none */
+	int64_t singleton_blocker; /* singleton dependency: an earlier active job of the same
+	                              tenant, user and name; 0 = none */
 };
 
 struct store_sched_tenant {

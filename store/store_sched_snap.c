@@ -100,7 +100,11 @@ static const char *const snap_sql[SNAP_NSQL] = {
 	    " priority_class_id, nodes, coalesce(min_nodes, nodes), gpus_per_node,"
 	    " time_limit, retries, extract(epoch FROM created_at)::bigint,"
 	    " coalesce(extract(epoch FROM planned_start)::bigint, 0),"
-	    " coalesce(array_job_id, 0), array_throttle" /* job arrays */
+	    " coalesce(array_job_id, 0), array_throttle," /* job arrays */
+	    " CASE WHEN dependencies @> '[{\"type\": \"singleton\"}]' THEN coalesce((SELECT max(o.id)"
+	    "   FROM jobs o WHERE o.tenant_id = jobs.tenant_id AND o.user_name = jobs.user_name"
+	    "   AND o.name = jobs.name AND o.id < jobs.id AND o.state IN ('PENDING', 'STARTING', 'RUNNING')),"
+	    "   0) ELSE 0 END" /* singleton (migration 132's index) */
 	    " FROM jobs WHERE state = 'PENDING' AND NOT held"
 	    " AND (begin_at IS NULL OR begin_at <= now()) ORDER BY id", /* Held, BeginTime: store_jobctl.c */
 	    "SELECT id, coalesce(parent_id, 0), name, shares FROM tenants"
@@ -299,6 +303,7 @@ static int load_jobs(PGconn *c, struct batch *b, struct store_sched_snap *s, str
 		j->planned_start = getl(r, row, 16);
 		j->array_job_id = getl(r, row, 17);
 		j->array_throttle = geti(r, row, 18);
+		j->singleton_blocker = getl(r, row, 19);
 	}
 out:
 	store_db_clear(r);

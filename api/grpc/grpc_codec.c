@@ -109,7 +109,8 @@ json_t *grpc_codec_spec_json(const Muster__V1__JobSpec *s, struct mu_error *err)
 
 			snprintf(field, sizeof(field), "dependencies.%zu.type", i);
 			ret = jstr(dj, "type", d->type ? d->type : "", field, err);
-			json_object_set_new(dj, "job_id", json_integer(d->job_id));
+			if (d->job_id || !d->type || strcmp(d->type, "singleton"))
+				json_object_set_new(dj, "job_id", json_integer(d->job_id));
 			json_array_append_new(arr, dj);
 		}
 		json_object_set_new(o, "dependencies", arr);
@@ -299,7 +300,8 @@ json_t *grpc_codec_job_patch_json(const Muster__V1__UpdateJobRequest *r, struct 
 
 				snprintf(field, sizeof(field), "dependencies.%zu.type", i);
 				ret = jstr(dj, "type", d->type ? d->type : "", field, err);
-				json_object_set_new(dj, "job_id", json_integer(d->job_id));
+				if (d->job_id || !d->type || strcmp(d->type, "singleton"))
+					json_object_set_new(dj, "job_id", json_integer(d->job_id));
 				json_array_append_new(arr, dj);
 			}
 			json_object_set_new(o, "dependencies", arr);

@@ -125,6 +125,8 @@ int scheduler_parse_deps(const struct store_sched_snap *db, const char *text, st
 
 		if ((size_t)n >= cap)
 			break;
+		if (type && !strcmp(type, "singleton"))
+			continue; /* no job named: the snapshot's singleton_blocker stands for it */
 		if (type && !strcmp(type, "afterany"))
 			d.type = SCHED_DEP_AFTERANY;
 		else if (type && !strcmp(type, "afternotok"))
@@ -446,7 +448,11 @@ int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_sna
 		j->time_limit = dj->time_limit;
 		j->array_job_id = dj->array_job_id;
 		j->array_throttle = dj->array_throttle;
-		nd = scheduler_parse_deps(db, dj->dependencies, &s->deps[ndeps], 100);
+		nd = scheduler_parse_deps(db, dj->dependencies, &s->deps[ndeps], 99);
+		if (nd >= 0 && dj->singleton_blocker) /* waits as afterany on the earlier job */
+			s->deps[ndeps + (size_t)nd++] = (struct sched_dep){ SCHED_DEP_AFTERANY,
+									    dj->singleton_blocker,
+									    SCHED_DEP_ACTIVE };
 		if (nd > 0) {
 			j->deps = &s->deps[ndeps];
 			j->ndeps = (size_t)nd;

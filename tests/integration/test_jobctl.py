@@ -377,6 +377,35 @@ def test_bad_values(c):
     check_eq(val(c, "SELECT count(*) FROM jobs"), njobs, "no refused submit wrote a job")
 
 
+def test_singleton(c):
+    """--dependency=singleton: one job of a (tenant, user, name) at a time, in submit order."""
+    setup(c)
+    add_nodes(c, "sg", 1, gpus=4, model="sg")
+    sing = [{"type": "singleton"}]
+    a, _ = submit(c, "sg", name="nightly", dependencies=sing)
+    b, _ = submit(c, "sg", name="nightly", dependencies=sing)
+    cc, _ = submit(c, "sg", name="nightly", dependencies=sing)
+    other, _ = submit(c, "sg", name="other", dependencies=sing)
+    ra, _, _ = c.wait_until(lambda: live_run(c, a), 10, "the first singleton starts")
+    c.wait_until(lambda: live_run(c, other), 10, "another name is not held back")
+    wait_cycles(c, 2)
+    check_eq([get(c, j)[0]["pending_reason"] for j in (b, cc)], ["Dependency", "Dependency"])
+    check_eq((runs_of(c, b), runs_of(c, cc)), (0, 0))
+    agent_running(c, ra)
+    agent_end(c, ra, exit_code=1)  # a failed predecessor still releases it (Slurm: "terminated")
+    rb, _, _ = c.wait_until(lambda: live_run(c, b), 10, "the second after the first ended")
+    check_eq(runs_of(c, cc), 0, "the third waits for the second")
+    agent_end(c, rb, exit_code=0)
+    c.wait_until(lambda: live_run(c, cc), 10, "the third after the second")
+    # another user's job of the same name is not held back (alice vs the admin's user)
+    bad = [{"type": "singleton", "job_id": a}]
+    st, _, e = c.api("POST", "/v1/jobs", {"nodes": 1, "gpus_per_node": 0, "command": ["x"],
+                                          "dependencies": bad}, token=TENANT_TOKEN)
+    check_eq((st, e.get("field")), (400, "dependencies.0.job_id"), e)
+    rc, _, err = cli(c, "update", cc, "Dependency=singleton")
+    check(rc == 1, "a running job cannot be updated", rc, err)
+
+
 def cli(c, *args, token=None):
     import os
     import subprocess
