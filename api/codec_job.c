@@ -536,6 +536,8 @@ int codec_job_decode_patch(const json_t *body, struct mu_arena *a, struct store_
 	if (ret < 0)
 		return ret;
 	p->has_class = ret > 0;
+	if (p->has_class && !p->priority_class[0])
+		return jv_fail(err, MU_EINVAL, "", "priority_class", "must name a priority class");
 	if ((ret = jv_int(body, "nodes", false, 1, 10000, &p->nodes, "", err)) < 0)
 		return ret;
 	p->has_nodes = ret > 0;
