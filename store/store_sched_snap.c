@@ -637,7 +637,8 @@ static int apply_pending(PGconn *c, const struct store_sched_decisions *d, struc
 			    "UPDATE jobs SET pending_reason = u.reason, pending_message = u.msg,"
 			    " planned_start = CASE WHEN u.ps > 0 THEN to_timestamp(u.ps) END"
 			    " FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[]) AS u(id, reason, msg, ps)"
-			    " WHERE jobs.id = u.id AND jobs.state = 'PENDING' AND NOT jobs.held",
+			    " WHERE jobs.id = u.id AND jobs.state = 'PENDING' AND NOT jobs.held"
+			    " AND (jobs.begin_at IS NULL OR jobs.begin_at <= now())", /* Held, BeginTime stay */
 			    4, p, NULL, err);
 	mu_free(ids.p);
 	mu_free(reason.p);
