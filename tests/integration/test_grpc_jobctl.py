@@ -116,5 +116,31 @@ def test_scope_roles_and_bad_values(c):
                     metadata=md(s["a"]), timeout=10)
 
 
+def test_array_submit(c):
+    s = setup(c)
+    J, code = s["J"], s["grpc"].StatusCode
+    j = submit(array="0-4:2%1", hold=True)
+    check_eq((j.array_job_id, j.array_task_id, j.array), (j.id, 0, "0-4:2%1"))
+    rows = c.sql("SELECT array_task_id, array_throttle FROM jobs WHERE array_job_id = $1 ORDER BY id",
+                 j.id)
+    check_eq(rows, [("0", "1"), ("2", "1"), ("4", "1")])
+    g = s["jobs"].Get(J.GetJobRequest(job_id=int(c.sql_value(
+        "SELECT id FROM jobs WHERE array_job_id = $1 AND array_task_id = 4", j.id))),
+        metadata=md(s["a"]), timeout=10)
+    check_eq((g.array_job_id, g.array_task_id), (j.id, 4))
+    n = c.sql_value("SELECT count(*) FROM jobs")
+    for bad in ("0-", "1,1", "0-99999"):
+        expect_code(code.INVALID_ARGUMENT, s["jobs"].Submit,
+                    J.SubmitJobRequest(job=J.JobSpec(nodes=1, gpus_per_node=1, command=["x"], array=bad)),
+                    metadata=md(s["a"]), timeout=10)
+    expect_code(code.INVALID_ARGUMENT, s["jobs"].Submit,
+                J.SubmitJobRequest(job=J.JobSpec(nodes=1, gpus_per_node=1, command=["x"], array="0-3"),
+                                   idempotency_key="k"), metadata=md(s["a"]), timeout=10)
+    check_eq(c.sql_value("SELECT count(*) FROM jobs"), n)
+    # a singleton dependency through gRPC (no job_id)
+    d = submit(dependencies=[J.Dependency(type="singleton")], hold=True)
+    check_eq([(x.type, x.job_id) for x in d.dependencies], [("singleton", 0)])
+
+
 if __name__ == "__main__":
     harness.main(api=True)
