@@ -357,6 +357,16 @@ int store_sched_mark_down(PGconn *c, int heartbeat_timeout, int *n, struct mu_er
 			  0, NULL, n, err);
 }
 
+int store_sched_begin_due(PGconn *c, int *n, struct mu_error *err)
+{
+	return exec_count(c,
+			  "WITH j AS (UPDATE jobs SET pending_reason = 'Priority', pending_message = ''"
+			  "   WHERE state = 'PENDING' AND pending_reason = 'BeginTime' AND NOT held"
+			  "   AND begin_at <= now() RETURNING id)"
+			  " SELECT count(*) FROM j",
+			  0, NULL, n, err);
+}
+
 int store_sched_sync_running(PGconn *c, int *n, struct mu_error *err)
 {
 	return exec_count(c,

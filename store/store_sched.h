@@ -141,6 +141,10 @@ int store_sched_settings_load(PGconn *c, struct store_sched_settings *out, struc
 int store_sched_mark_down(PGconn *c, int heartbeat_timeout, int *n, struct mu_error *err)
 	__attribute__((warn_unused_result));
 int store_sched_sync_running(PGconn *c, int *n, struct mu_error *err) __attribute__((warn_unused_result));
+/* Pending jobs whose begin time (Slurm --begin) has come: their reason
+ * BeginTime becomes Priority, so that the tick that finds them (*n) runs a
+ * full cycle and they start within a tick of it (migration 130's index). */
+int store_sched_begin_due(PGconn *c, int *n, struct mu_error *err) __attribute__((warn_unused_result));
 int store_sched_timeouts(PGconn *c, int *n, struct mu_error *err) __attribute__((warn_unused_result));
 int store_sched_expire_stops(PGconn *c, int margin_s, int *n, struct mu_error *err)
 	__attribute__((warn_unused_result));

@@ -31,8 +31,9 @@ def setup(c):
         TENANT_TOKEN = c.make_token("tenant", tenant="ml", user="alice")
         OTHER_TOKEN = c.make_token("tenant", tenant="bio", user="bob")
         READER_TOKEN = c.make_token("reader", tenant="ml")
+        # full cycles only on events: a begin time must be found by the tick itself
         SCHED = start_scheduler(c, "sched", "--stop-margin", "1s", "--tick", "200ms",
-                                "--full-every", "500ms")
+                                "--full-every", "60s")
         c.wait_until(lambda: q(c, "SELECT cycles FROM scheduler_lease")[0][0] != "0", 10,
                      "the scheduler's first cycle")
 
@@ -42,9 +43,12 @@ def cycles(c):
 
 
 def wait_cycles(c, n=3):
-    """n more scheduler cycles, so that a job that could start would have."""
-    start = cycles(c)
-    c.wait_until(lambda: cycles(c) >= start + n, 15, "%d scheduler cycles" % n)
+    """n more full scheduler cycles (each woken by a NOTIFY), so that a job
+    that could start would have."""
+    for _ in range(n):
+        start = cycles(c)
+        q(c, "NOTIFY muster_sched, 'node:x'")
+        c.wait_until(lambda: cycles(c) > start, 15, "a scheduler cycle")
 
 
 def submit(c, model, token=None, **fields):
@@ -150,6 +154,8 @@ def test_begin_time(c):
     started = val(c, "SELECT extract(epoch FROM started_at) >= extract(epoch FROM begin_at)"
                      " FROM jobs WHERE id = $1", jid)
     check_eq(started, "t", "never started before its begin time")
+    late = float(val(c, "SELECT extract(epoch FROM started_at - begin_at) FROM jobs WHERE id = $1", jid))
+    check(late < 10, "started by a tick soon after its begin time, not the 60 s full cycle", late)
     # A begin time in the past (with an offset) starts at once.
     past = (now - datetime.timedelta(hours=1)).astimezone(
         datetime.timezone(datetime.timedelta(hours=2))).strftime("%Y-%m-%dT%H:%M:%S.250+02:00")
