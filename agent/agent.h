@@ -214,7 +214,9 @@ struct ag_spec {
 	bool signal_batch_only; /* only the processes the agent started, not their children */
 	char *stdout_pattern;  /* sbatch -o ("" = none): see ag_output_open */
 	char *stderr_pattern;  /* sbatch -e ("" = none) */
-	int64_t array_job_id, array_task_id;
+	int64_t array_job_id;  /* job arrays (SLURM_ARRAY_*): 0 = not an array */
+	int64_t array_task_id;
+	char *array_spec;      /* NULL = not an array */
 };
 
 void ag_spec_free(struct ag_spec *s);

@@ -29,6 +29,7 @@
 #include "buf.h"
 #include "hostlist.h"
 #include "launcher.h"
+#include "arrayspec.h"
 #include "log.h"
 
 double ag_now(void)
@@ -82,6 +83,7 @@ void ag_spec_free(struct ag_spec *s)
 	mu_free(s->master_addr);
 	mu_free(s->stdout_pattern);
 	mu_free(s->stderr_pattern);
+	mu_free(s->array_spec);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -147,6 +149,31 @@ static void env_unset(struct envb *b, const char *name)
 			memmove(&b->v[i], &b->v[i + 1], (b->n - i) * sizeof(char *));
 			b->n--;
 			return;
+		}
+	}
+}
+
+/* A job array task's SLURM_ARRAY_* and MUSTER_ARRAY_* (JOB_ID, TASK_ID,
+ * TASK_COUNT, TASK_MIN, TASK_MAX, TASK_STEP), as sbatch sets them; the
+ * count, bounds and step come from the array's spec. */
+static void array_env(struct envb *b, const struct ag_spec *s)
+{
+	static const char *const prefixes[] = { "SLURM_ARRAY_", "MUSTER_ARRAY_" };
+	struct mu_arrayspec as;
+	char name[48];
+
+	if (!s->array_spec || !s->array_job_id ||
+	    mu_arrayspec_parse(s->array_spec, &as, NULL, 0, NULL) < 0)
+		return;
+	for (size_t p = 0; p < 2; p++) {
+		const long long v[] = { s->array_job_id, s->array_task_id, (long long)as.count, as.min,
+					as.max, as.step };
+		static const char *const keys[] = { "JOB_ID", "TASK_ID", "TASK_COUNT", "TASK_MIN",
+						    "TASK_MAX", "TASK_STEP" };
+
+		for (size_t k = 0; k < 6; k++) {
+			snprintf(name, sizeof(name), "%s%s", prefixes[p], keys[k]);
+			env_int(b, name, v[k]);
 		}
 	}
 }
@@ -276,6 +303,7 @@ char **ag_launch_env(const struct ag_spec *s, int local_rank, const char *hostfi
 	env_int(&b, "LOCAL_WORLD_SIZE", ppn);
 	env_set(&b, "CUDA_VISIBLE_DEVICES", cuda);
 	launch_env_frameworks(&b, s, local_rank, rank, world, ppn, master, port, cuda);
+	array_env(&b, s);
 	if (hostfile)
 		env_set(&b, "MUSTER_HOSTFILE", hostfile);
 	if (id) {

@@ -226,8 +226,11 @@ static void spec_from(struct ag_spec *s, const Muster__V1__DesiredRun *d)
 	spec_from_launch(s, d);
 	s->stdout_pattern = mu_strdup(d->stdout_pattern ? d->stdout_pattern : "");
 	s->stderr_pattern = mu_strdup(d->stderr_pattern ? d->stderr_pattern : "");
-	s->array_job_id = d->array_job_id;
-	s->array_task_id = d->array_task_id;
+	if (d->array_spec && d->array_spec[0]) {
+		s->array_job_id = d->array_job_id;
+		s->array_task_id = d->array_task_id;
+		s->array_spec = mu_strdup(d->array_spec);
+	}
 }
 
 /* Rewrites a live run's hostfile when its gang changed (elastic shrink). */

@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "codec_script.h"
+#include "arrayspec.h"
 #include "config.h"
 #include "duration.h"
 #include "jv.h"
@@ -22,6 +24,7 @@ static const char *const job_fields[] = {
 	"launcher", "on_shrink", "signal",
 	"script", "script_args", "batch_host", /* codec_script.c */
 	"output", "error",       /* sbatch -o/-e patterns */
+	"hold", "begin", "array",
 	NULL,
 };
 
@@ -266,6 +269,7 @@ static int decode_deps(const json_t *body, struct mu_arena *a, const char *prefi
 	if (json_array_size(v) > MU_LIMIT_DEPENDENCIES_MAX)
 		return jv_fail(err, MU_ERANGE, prefix, "dependencies", "at most %d items", MU_LIMIT_DEPENDENCIES_MAX);
 	ids = mu_arena_alloc(a, sizeof(*ids) * (json_array_size(v) + 1));
+	size_t nids = 0;
 	json_array_foreach(v, i, item) {
 		const char *type = NULL;
 		int64_t id = 0;
@@ -281,16 +285,23 @@ static int decode_deps(const json_t *body, struct mu_arena *a, const char *prefi
 		ret = jv_str(item, "type", true, 16, false, &type, p, err);
 		if (ret < 0)
 			return ret;
+		if (!strcmp(type, "singleton")) {
+			/* Slurm's singleton: after every earlier job of the same
+			 * tenant, user and name has ended; it names no job */
+			if (json_object_get(item, "job_id"))
+				return jv_fail(err, MU_EINVAL, p, "job_id", "singleton takes no job_id");
+			continue;
+		}
 		if (!dep_type_known(type))
 			return jv_fail(err, MU_EINVAL, p, "type",
-				       "must be afterok, afterany or afternotok");
+				       "must be afterok, afterany, afternotok or singleton");
 		ret = jv_int(item, "job_id", true, 1, INT64_C(9007199254740991), &id, p, err);
 		if (ret < 0)
 			return ret;
-		ids[i] = id;
+		ids[nids++] = id;
 	}
 	job->dep_ids = ids;
-	job->ndeps = json_array_size(v);
+	job->ndeps = nids;
 	job->dependencies = dump(a, v);
 	return 0;
 }
@@ -393,6 +404,92 @@ static int decode_patterns(const json_t *body, const char *prefix, struct store_
 	return 0;
 }
 
+
+static bool digits(const char *s, int n, int *out)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (s[i] - '0');
+	}
+	*out = v;
+	return true;
+}
+
+int codec_job_parse_rfc3339(const char *s, int64_t *out)
+{
+	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	int y, mo, d, h, mi, sec, oh = 0, om = 0, sign = 0;
+	struct tm tm;
+	const char *p;
+	int64_t t;
+
+	if (strlen(s) < 20 || !digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) ||
+	    s[7] != '-' || !digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+	    !digits(s + 11, 2, &h) || s[13] != ':' || !digits(s + 14, 2, &mi) || s[16] != ':' ||
+	    !digits(s + 17, 2, &sec))
+		return MU_EINVAL;
+	p = s + 19;
+	if (*p == '.') {
+		if (p[1] < '0' || p[1] > '9')
+			return MU_EINVAL;
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			;
+	}
+	if ((*p == 'Z' || *p == 'z') && !p[1]) {
+		sign = 0;
+	} else if ((*p == '+' || *p == '-') && digits(p + 1, 2, &oh) && p[3] == ':' &&
+		   digits(p + 4, 2, &om) && !p[6] && oh <= 23 && om <= 59) {
+		sign = *p == '+' ? 1 : -1;
+	} else {
+		return MU_EINVAL;
+	}
+	if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || sec > 60)
+		return MU_EINVAL;
+	if (mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)))
+		return MU_EINVAL;
+	if (y < 1970 || y > 9999)
+		return MU_ERANGE;
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec > 59 ? 59 : sec;
+	t = (int64_t)timegm(&tm) - (int64_t)sign * (oh * 3600 + om * 60);
+	if (t < 0)
+		return MU_ERANGE;
+	*out = t;
+	return 0;
+}
+
+/* begin: an RFC 3339 timestamp, or null/absent = at once (0). Returns 1
+ * when the key is present (even null), 0 when absent. */
+static int decode_begin(const json_t *body, const char *prefix, int64_t *out, struct mu_error *err)
+{
+	const json_t *v = json_object_get(body, "begin");
+	int ret;
+
+	*out = 0;
+	if (!v)
+		return 0;
+	if (json_is_null(v))
+		return 1;
+	if (!json_is_string(v))
+		return jv_fail(err, MU_ETYPE, prefix, "begin",
+			       "must be an RFC 3339 timestamp string such as \"2027-01-31T08:00:00Z\"");
+	ret = codec_job_parse_rfc3339(json_string_value(v), out);
+	if (ret == MU_ERANGE)
+		return jv_fail(err, MU_ERANGE, prefix, "begin", "must be between 1970 and 9999");
+	if (ret < 0)
+		return jv_fail(err, MU_EINVAL, prefix, "begin",
+			       "not an RFC 3339 timestamp (2027-01-31T08:00:00Z, or with an offset +02:00)");
+	return 1;
+}
+
 int codec_job_decode(json_t *body, struct mu_arena *a, const char *prefix,
 		     struct store_job *job, struct mu_error *err)
 {
@@ -459,7 +556,125 @@ int codec_job_decode(json_t *body, struct mu_arena *a, const char *prefix,
 		return ret;
 	if ((ret = decode_launch(body, prefix, job, err)) < 0)
 		return ret;
-	return decode_patterns(body, prefix, job, err);
+	if ((ret = decode_patterns(body, prefix, job, err)) < 0)
+		return ret;
+	if ((ret = jv_bool(body, "hold", false, &job->held, prefix, err)) < 0)
+		return ret;
+	if ((ret = decode_begin(body, prefix, &job->begin, err)) < 0)
+		return ret;
+	ret = jv_str(body, "array", false, MU_ARRAY_SPEC_MAX, false, &job->array_spec, prefix, err);
+	if (ret < 0)
+		return ret;
+	if (ret > 0) {
+		struct mu_arrayspec as;
+		char why[96];
+
+		ret = mu_arrayspec_parse(job->array_spec, &as, NULL, 0, why);
+		if (ret < 0)
+			return jv_fail(err, ret, prefix, "array", "%s", why);
+		job->array_throttle = as.throttle;
+	}
+	return 0;
+}
+
+int codec_job_expand_array(const struct store_job *job, struct mu_arena *a, struct store_job **out,
+			   size_t *n, struct mu_error *err)
+{
+	struct mu_arrayspec as;
+	int32_t *ids = mu_arena_alloc(a, sizeof(*ids) * MU_ARRAY_MAX_TASKS);
+	struct store_job *jobs;
+	char why[96];
+	int ret;
+
+	ret = mu_arrayspec_parse(job->array_spec, &as, ids, MU_ARRAY_MAX_TASKS, why);
+	if (ret < 0)
+		return mu_error_set(err, ret, "array", "%s", why);
+	jobs = mu_arena_alloc(a, sizeof(*jobs) * as.count);
+	for (size_t i = 0; i < as.count; i++) {
+		jobs[i] = *job;
+		jobs[i].array_task_id = ids[i];
+	}
+	*out = jobs;
+	*n = as.count;
+	return 0;
+}
+
+int codec_job_decode_patch(const json_t *body, struct mu_arena *a, struct store_job_patch *p,
+			   struct mu_error *err)
+{
+	static const char *const fields[] = { "time_limit", "priority_class", "nodes", "min_nodes",
+					      "gpus_per_node", "dependencies", "labels", "begin",
+					      "name", NULL };
+	struct store_job j;
+	struct mu_buf names = MU_BUF_INIT;
+	const char *k;
+	json_t *v;
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	memset(&j, 0, sizeof(j));
+	if (!json_is_object(body))
+		return mu_error_set(err, MU_ETYPE, "", "the body must be a JSON object");
+	if ((ret = jv_object(body, fields, "", "", err)) < 0)
+		return ret;
+	if (json_object_size(body) == 0)
+		return mu_error_set(err, MU_EINVAL, "", "nothing to change: give at least one of %s",
+				    "time_limit, priority_class, nodes, min_nodes, gpus_per_node, "
+				    "dependencies, labels, begin, name");
+	json_object_foreach((json_t *)body, k, v) {
+		if (json_is_null(v) && strcmp(k, "begin") && strcmp(k, "min_nodes") &&
+		    strcmp(k, "dependencies") && strcmp(k, "labels"))
+			return jv_fail(err, MU_ETYPE, "", k, "must not be null");
+	}
+	if ((ret = decode_time_limit(body, "", &j, err)) < 0)
+		return ret;
+	if (json_object_get(body, "time_limit")) {
+		p->has_time_limit = true;
+		p->time_limit = j.time_limit;
+	}
+	ret = jv_str(body, "priority_class", false, 63, false, &p->priority_class, "", err);
+	if (ret < 0)
+		return ret;
+	p->has_class = ret > 0;
+	if (p->has_class && !p->priority_class[0])
+		return jv_fail(err, MU_EINVAL, "", "priority_class", "must name a priority class");
+	if ((ret = jv_int(body, "nodes", false, 1, 10000, &p->nodes, "", err)) < 0)
+		return ret;
+	p->has_nodes = ret > 0;
+	if ((ret = jv_int(body, "min_nodes", false, 1, 10000, &p->min_nodes, "", err)) < 0)
+		return ret;
+	p->has_min_nodes = json_object_get(body, "min_nodes") != NULL;
+	if ((ret = jv_int(body, "gpus_per_node", false, 0, 64, &p->gpus_per_node, "", err)) < 0)
+		return ret;
+	p->has_gpus = ret > 0;
+	if ((ret = decode_deps(body, a, "", &j, err)) < 0)
+		return ret;
+	if (json_object_get(body, "dependencies")) {
+		p->has_deps = true;
+		p->dependencies = j.dependencies;
+		p->dep_ids = j.dep_ids;
+		p->ndeps = j.ndeps;
+	}
+	ret = decode_map(body, a, "", "labels", 64, "_./-", 63, false, 256, &p->labels, err);
+	if (ret < 0)
+		return ret;
+	p->has_labels = json_object_get(body, "labels") != NULL;
+	if ((ret = decode_begin(body, "", &p->begin, err)) < 0)
+		return ret;
+	p->has_begin = ret > 0;
+	if ((ret = jv_str(body, "name", false, 256, true, &p->name, "", err)) < 0)
+		return ret;
+	p->has_name = ret > 0;
+	mu_buf_addc(&names, '[');
+	json_object_foreach((json_t *)body, k, v) {
+		if (names.len > 1)
+			mu_buf_addc(&names, ',');
+		mu_buf_add_json_strz(&names, k);
+	}
+	mu_buf_addc(&names, ']');
+	p->fields = mu_arena_strdup(a, names.p);
+	mu_buf_release(&names);
+	return 0;
 }
 
 static void key(struct mu_buf *b, const char *k)
@@ -608,6 +823,14 @@ void codec_job_encode(const struct store_job *j, struct mu_buf *b)
 	kstr(b, "started_at", j->started_at);
 	kstr(b, "ended_at", j->ended_at);
 	encode_launch(j, b);
+	key(b, "held");
+	mu_buf_adds(b, j->held ? "true" : "false");
+	kstr(b, "begin", j->begin_at);
+	if (j->array_spec) {
+		kint(b, "array_job_id", j->array_job_id);
+		kint(b, "array_task_id", j->array_task_id);
+		kstr(b, "array", j->array_spec);
+	}
 	if (j->runs)
 		kraw(b, "runs", j->runs, "[]");
 	if (j->events)

@@ -37,6 +37,27 @@ int codec_job_decode(json_t *body, struct mu_arena *a, const char *prefix,
 void codec_job_redact_env(struct store_job *job, struct mu_arena *a);
 #define CODEC_JOB_REDACTED "<redacted>"
 
+/*
+ * Decodes a PATCH /v1/jobs/{id} body (docs/api.md "Changing jobs") into *p
+ * (zeroed first): only the fields present are set (has_*). null clears
+ * begin, min_nodes, dependencies and labels; any other null is MU_ETYPE.
+ * An empty object is MU_EINVAL. Strings borrowed from body or in `a`.
+ */
+int codec_job_decode_patch(const json_t *body, struct mu_arena *a, struct store_job_patch *p,
+			   struct mu_error *err) __attribute__((warn_unused_result));
+
+/* An RFC 3339 timestamp (2027-01-31T08:00:00Z, fractions and +HH:MM
+ * offsets allowed) as Unix seconds: 0, MU_EINVAL, or MU_ERANGE outside
+ * 1970..9999. */
+int codec_job_parse_rfc3339(const char *s, int64_t *out) __attribute__((warn_unused_result));
+
+/*
+ * A job whose `array` is set, as its tasks: *out (n jobs in `a`) are copies
+ * of *job with array_task_id set, ascending. 0 or MU_EINVAL/MU_ERANGE.
+ */
+int codec_job_expand_array(const struct store_job *job, struct mu_arena *a, struct store_job **out,
+			   size_t *n, struct mu_error *err) __attribute__((warn_unused_result));
+
 /* Appends the job object as JSON text (runs/events too when set). */
 void codec_job_encode(const struct store_job *job, struct mu_buf *out);
 

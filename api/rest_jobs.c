@@ -85,6 +85,7 @@ static void encode_jobs(struct rest_req *rq, struct store_job_submit *s)
 
 		snprintf(loc, sizeof(loc), "/v1/jobs/%lld", (long long)s->jobs[0].id);
 		rest_add_header(rq, "location", loc);
+		rest_jobs_etag(rq, &s->jobs[0]);
 	}
 }
 
@@ -172,6 +173,18 @@ int rest_jobs_submit(struct rest_req *rq)
 	ret = apply_principal(rq, &s->jobs[0], "", &rq->err);
 	if (ret < 0)
 		goto out;
+	if (s->jobs[0].array_spec) {
+		/* one job per task, written as one request: the reply is the
+		 * first task, whose id names the array */
+		if (key) {
+			ret = mu_error_set(&rq->err, MU_EINVAL, "Idempotency-Key",
+					   "not supported with array (yet): submit the array once");
+			goto out;
+		}
+		ret = codec_job_expand_array(&s->jobs[0], rq->arena, &s->jobs, &s->n, &rq->err);
+		if (ret < 0)
+			goto out;
+	}
 	if (key) {
 		char *hex = mu_arena_alloc(rq->arena, 65);
 
@@ -210,6 +223,9 @@ static int decode_item(const struct batch *b, struct store_job_submit *s, size_t
 	ret = codec_job_decode(item, s->arena, prefix, &s->jobs[i], &s->err);
 	if (ret < 0)
 		return ret;
+	if (s->jobs[i].array_spec)
+		return jv_fail(&s->err, MU_EINVAL, prefix, "array",
+			       "an array is submitted alone (POST /v1/jobs), not in a batch");
 	return apply_principal(b->rq, &s->jobs[i], prefix, &s->err);
 }
 
@@ -397,7 +413,7 @@ static int list_run(PGconn *db, struct rest_req *rq, void *arg)
 int rest_jobs_list(struct rest_req *rq)
 {
 	static const char *const allowed[] = { "state", "tenant", "user", "label", "limit",
-					       "cursor", NULL };
+					       "cursor", "array_job_id", "array_task_id", NULL };
 	struct list_arg *la = mu_arena_alloc(rq->arena, sizeof(*la));
 	const char **vals, **labels;
 	const char *s;
@@ -449,6 +465,19 @@ int rest_jobs_list(struct rest_req *rq)
 		la->f.states = st;
 		la->f.nstates = n;
 	}
+	if ((s = rest_query(rq, "array_job_id"))) {
+		if (!rest_parse_int(s, 1, INT64_MAX, &v))
+			return mu_error_set(&rq->err, MU_EINVAL, "array_job_id", "must be a job id");
+		la->f.array_job_id = v;
+	}
+	if ((s = rest_query(rq, "array_task_id"))) {
+		if (!la->f.array_job_id)
+			return mu_error_set(&rq->err, MU_EINVAL, "array_task_id", "needs array_job_id");
+		if (!rest_parse_int(s, 0, 9999999, &v))
+			return mu_error_set(&rq->err, MU_EINVAL, "array_task_id", "must be 0..9999999");
+		la->f.array_task_id = v;
+		la->f.has_array_task = true;
+	}
 	la->f.tenant = rest_query(rq, "tenant");
 	la->f.user = rest_query(rq, "user");
 	nl = rest_query_all(rq, "label", &labels);
@@ -489,6 +518,7 @@ static int get_run(PGconn *db, struct rest_req *rq, void *arg)
 	env_scope(rq, &job);
 	codec_job_encode(&job, &b);
 	rest_result_text(rq, 200, "application/json", b.p, b.len);
+	rest_jobs_etag(rq, &job);
 	mu_buf_release(&b);
 	return 0;
 }
@@ -512,23 +542,45 @@ static int cancel_run(PGconn *db, struct rest_req *rq, void *arg)
 	int ret;
 
 	snprintf(who, sizeof(who), "token:%lld", (long long)rq->who.token_id);
+	if (id[1]) { /* ?array=true: every task of array *id, else the job alone */
+		int64_t n = 0;
+
+		ret = store_job_cancel_array(db, rq->arena, rest_scope_path(rq), *id, who, &job, &n,
+					     &rq->err);
+		if (ret != MU_ENOTFOUND)
+			goto done;
+		mu_error_clear(&rq->err);
+	}
 	ret = store_job_cancel(db, rq->arena, rest_scope_path(rq), *id, who, &job, &rq->err);
+done:
 	if (ret < 0)
 		return ret;
 	env_scope(rq, &job);
 	codec_job_encode(&job, &b);
 	rest_result_text(rq, 200, "application/json", b.p, b.len);
+	rest_jobs_etag(rq, &job);
 	mu_buf_release(&b);
 	return 0;
 }
 
 int rest_jobs_cancel(struct rest_req *rq)
 {
-	int64_t *id = mu_arena_alloc(rq->arena, sizeof(*id));
+	static const char *const allowed[] = { "array", NULL };
+	int64_t *id = mu_arena_alloc(rq->arena, 2 * sizeof(*id)); /* id, whole array */
+	const char *arr;
 	int ret = parse_id(rq, id);
 
 	if (ret < 0)
 		return ret;
+	ret = rest_query_check(rq, allowed);
+	if (ret < 0)
+		return ret;
+	id[1] = 0;
+	if ((arr = rest_query(rq, "array"))) {
+		if (strcmp(arr, "true") && strcmp(arr, "false"))
+			return mu_error_set(&rq->err, MU_EINVAL, "array", "must be true or false");
+		id[1] = !strcmp(arr, "true");
+	}
 	return rest_defer(rq, cancel_run, NULL, id);
 }
 

@@ -22,4 +22,11 @@ void rest_jobs_init(struct store_pool *pool);
 int rest_jobs_principal(const struct rest_req *rq, struct store_job *j, struct mu_error *err)
 	__attribute__((warn_unused_result));
 
+struct rest_req;
+struct store_job;
+
+/* Adds the ETag header of `job` (its version, "N"): every single-job reply
+ * carries it; If-Match takes it back (api/rest_jobctl.c). */
+void rest_jobs_etag(struct rest_req *rq, const struct store_job *job);
+
 #endif

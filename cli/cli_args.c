@@ -142,6 +142,18 @@ int cli_parse_dependency(const char *spec, json_t *deps, struct mu_error *err)
 		const char *type = NULL;
 		char *id, *save_id = NULL;
 
+		if (!strcmp(item, "singleton")) { /* after earlier jobs of this name and user */
+			json_t *d = json_object();
+
+			json_object_set_new(d, "type", json_string("singleton"));
+			json_array_append_new(deps, d);
+			n++;
+			continue;
+		}
+		if (!strncmp(item, "singleton:", 10)) {
+			ret = mu_error_set(err, MU_EINVAL, "dependency", "singleton takes no job ids");
+			goto out;
+		}
 		if (!colon) {
 			ret = mu_error_set(err, MU_EINVAL, "dependency",
 					   "dependency '%s' must be TYPE:JOBID[:JOBID...]", item);

@@ -72,5 +72,12 @@ struct cli_command_info {
 	cli_cmd_fn fn;
 };
 const struct cli_command_info *cli_commands(size_t *n);
+/* cmd_jobctl.c: scontrol hold/release/requeue/update */
+int cmd_hold(struct cli_global *g, int argc, char **argv);
+int cmd_release(struct cli_global *g, int argc, char **argv);
+int cmd_requeue(struct cli_global *g, int argc, char **argv);
+int cmd_update(struct cli_global *g, int argc, char **argv);
+/* cmd_settings.c */
+int cmd_settings(struct cli_global *g, int argc, char **argv);
 
 #endif

@@ -848,6 +848,52 @@ int cmd_show(struct cli_global *g, int argc, char **argv)
 	return ret;
 }
 
+/* "123" or an array task "123_7" (array id, task index); task -1 = none. */
+static int cancel_id(const char *s, int64_t *id, long long *task, struct mu_error *err)
+{
+	const char *us = strchr(s, '_');
+	char head[32];
+
+	*task = -1;
+	if (!us)
+		return cli_parse_job_id(s, id, err);
+	if ((size_t)(us - s) >= sizeof(head))
+		return mu_error_set(err, MU_EINVAL, "", "'%s' is not a job id (N or ARRAY_TASK)", s);
+	memcpy(head, s, (size_t)(us - s));
+	head[us - s] = '\0';
+	if (cli_parse_job_id(head, id, err) < 0 ||
+	    cli_parse_int(us + 1, "array task", 0, 9999999, task, err) < 0)
+		return mu_error_set(err, MU_EINVAL, "", "'%s' is not a job id (N or ARRAY_TASK)", s);
+	return 0;
+}
+
+/* The path that cancels `arg`: an array task is looked up by its index;
+ * a bare id cancels the whole array when it names one (scancel's shape). */
+static char *cancel_path(struct cli_session *sess, const char *arg, struct mu_error *err)
+{
+	json_t *page = NULL, *items;
+	long long task;
+	int64_t id;
+	char *q, *path = NULL;
+
+	if (cancel_id(arg, &id, &task, err) < 0)
+		return NULL;
+	if (task < 0)
+		return mu_asprintf("/v1/jobs/%lld/cancel?array=true", (long long)id);
+	q = mu_asprintf("/v1/jobs?array_job_id=%lld&array_task_id=%lld&limit=1", (long long)id, task);
+	if (cli_http_call(&sess->http, "GET", q, NULL, NULL, NULL, &page, err) == 0) {
+		items = json_object_get(page, "items");
+		if (json_array_size(items) == 1)
+			path = mu_asprintf("/v1/jobs/%lld/cancel", (long long)json_integer_value(
+						   json_object_get(json_array_get(items, 0), "id")));
+		else
+			mu_error_set(err, MU_ENOTFOUND, "", "no such array task");
+	}
+	json_decref(page);
+	mu_free(q);
+	return path;
+}
+
 int cmd_cancel(struct cli_global *g, int argc, char **argv)
 {
 	struct cli_session sess;
@@ -855,19 +901,32 @@ int cmd_cancel(struct cli_global *g, int argc, char **argv)
 	int ret, first;
 
 	/* Every id is checked before anything is cancelled. */
-	ret = job_ids_start(argc, argv, g, "cancel", &first);
-	if (ret >= 0)
-		return ret;
+	mu_error_clear(&err);
+	ret = cli_parse_plain(argc, argv, g, 1, -1, &first, &err);
+	if (ret == 1) {
+		cli_help("cancel");
+		return CLI_EXIT_OK;
+	}
+	if (ret < 0)
+		return cli_usage_error("cancel", &err);
+	for (int i = first; i < argc; i++) {
+		int64_t id;
+		long long task;
+
+		if (cancel_id(argv[i], &id, &task, &err) < 0)
+			return cli_usage_error("cancel", &err);
+	}
 	ret = cli_session_open(&sess, g);
 	if (ret)
 		return ret;
 	for (int i = first; i < argc; i++) {
-		char *path = mu_asprintf("/v1/jobs/%s/cancel", argv[i]);
+		char *path;
 		json_t *job = NULL;
 		int rc;
 
 		mu_error_clear(&err);
-		rc = cli_http_call(&sess.http, "POST", path, NULL, NULL, NULL, &job, &err);
+		path = cancel_path(&sess, argv[i], &err);
+		rc = path ? cli_http_call(&sess.http, "POST", path, NULL, NULL, NULL, &job, &err) : err.code;
 		mu_free(path);
 		if (rc < 0) {
 			rc = cli_report_about("job", argv[i], &err);

@@ -85,7 +85,31 @@ static const struct command {
 	  "  -n, --noheader         no header lines\n" },
 	{ "show", cmd_show, "show jobs with runs and events (scontrol show job)",
 	  "usage: muster show JOB [JOB...]\n" },
-	{ "cancel", cmd_cancel, "cancel jobs (scancel)", "usage: muster cancel JOB [JOB...]\n" },
+	{ "cancel", cmd_cancel, "cancel jobs (scancel)",
+	  "usage: muster cancel JOB [JOB...]\n"
+	  "  JOB is an id (an array's id cancels every task of it) or ARRAY_TASK (123_7: one task)\n" },
+	{ "hold", cmd_hold, "hold pending jobs: they do not start (scontrol hold)",
+	  "usage: muster hold JOB [JOB...]\n" },
+	{ "release", cmd_release, "release held jobs (scontrol release)",
+	  "usage: muster release JOB [JOB...]\n" },
+	{ "requeue", cmd_requeue, "stop running jobs and queue them again (scontrol requeue)",
+	  "usage: muster requeue JOB [JOB...]\n" },
+	{ "settings", cmd_settings, "show or change the cluster policy settings (admin to change)",
+	  "usage: muster settings [get [KEY...]]\n"
+	  "       muster settings set KEY=VALUE [KEY=VALUE...]\n"
+	  "  VALUE is JSON (4, true, [\"block\",\"rack\"]); topology_levels also takes block,rack.\n"
+	  "  Every change is checked first and made at once or not at all.\n" },
+	{ "update", cmd_update, "change a pending job (scontrol update)",
+	  "usage: muster update JOB KEY=VALUE [KEY=VALUE...]\n"
+	  "  TimeLimit=LIMIT       (time_limit) lower freely; at most the class's maximum\n"
+	  "  QOS=CLASS             (priority_class)\n"
+	  "  NumNodes=N            (nodes)      MinNodes=N|none (min_nodes)\n"
+	  "  GpusPerNode=N         (gpus_per_node)\n"
+	  "  Dependency=SPEC|none  (dependencies) afterok:ID[:ID...][,afterany:ID...]\n"
+	  "  StartTime=TIME|none   (begin) now+1hour, 16:00, 2027-01-31T08:00, RFC 3339\n"
+	  "  JobName=NAME          (name)\n"
+	  "  label=K=V             (labels, repeatable; replaces them all; label= clears)\n"
+	  "  Every change is made at once or none is.\n" },
 	{ "logs", cmd_logs, "print a process's stdout or stderr from its node (-f follows)",
 	  "usage: muster logs JOB [options]\n"
 	  "  -f, --follow          keep printing new output until the process ends\n"

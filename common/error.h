@@ -37,7 +37,8 @@
 	X(EPARSE,        -21, 400,  3, "parse-error",            "Parse error")            \
 	X(ENOTLEADER,    -22, 503, 14, "not-leader",             "Not the leader")         \
 	X(ENODEDOWN,     -23, 503, 14, "node-not-connected",     "Node not connected")     \
-	X(EGONE,         -24, 410,  9, "gone",                   "Gone")
+	X(EGONE,         -24, 410,  9, "gone",                   "Gone")                   \
+	X(EPRECONDITION, -25, 412,  9, "precondition-failed",    "Precondition failed")
 
 enum mu_err {
 	MU_OK = 0,

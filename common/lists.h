@@ -17,10 +17,10 @@
 /* runs.state */
 #define MU_RUN_STATES(X)                                                                                 \
 	X(STARTING) X(RUNNING) X(STOPPING) X(COMPLETED) X(FAILED) X(CANCELLED) X(TIMEOUT) X(PREEMPTED)  \
-	X(NODE_FAIL)
+	X(NODE_FAIL) X(REQUEUED)
 
 /* dependencies[].type */
-#define MU_DEP_TYPES(X) X(afterok) X(afterany) X(afternotok)
+#define MU_DEP_TYPES(X) X(afterok) X(afterany) X(afternotok) X(singleton)
 
 /* jobs.end_reason of an ended job: its final run state in lower case, what
  * a node's agent reported for a failed run, or the policy core's reason for

@@ -351,6 +351,7 @@ int store_agent_desired(PGconn *c, struct mu_arena *a, const int64_t *node_ids, 
 		"   ORDER BY length(u.path) DESC LIMIT 1), '')"
 		"," DESIRED_LAUNCH_COLS
 		", j.stdout_pattern, j.stderr_pattern"
+		", coalesce(j.array_job_id, 0), coalesce(j.array_task_id, 0), coalesce(j.array_spec, '')"
 		/* live allocations by the partial node index, plus the parts of
 		 * shrunk runs dropped from these nodes (a tiny partial index) */
 		" FROM (SELECT run_id, node_id, node_rank, gpu_index, live FROM run_allocations"
@@ -416,6 +417,9 @@ int store_agent_desired(PGconn *c, struct mu_arena *a, const int64_t *node_ids, 
 		desired_launch(a, res, i, r);
 		r->stdout_pattern = mu_arena_strdup(a, store_db_get(res, i, 31));
 		r->stderr_pattern = mu_arena_strdup(a, store_db_get(res, i, 32));
+		r->array_job_id = store_db_get_int64(res, i, 33);
+		r->array_task_id = store_db_get_int64(res, i, 34);
+		r->array_spec = mu_arena_strdup(a, store_db_get(res, i, 35));
 	}
 	*nruns = (size_t)rows;
 	rows = store_db_nrows(nres);

@@ -118,6 +118,9 @@ struct store_desired_run {
 	bool signal_batch_only;
 	const char *stdout_pattern; /* sbatch -o, "" = none */
 	const char *stderr_pattern; /* sbatch -e, "" = none */
+	int64_t array_job_id;      /* job arrays: the first task's id, 0 = not an array */
+	int64_t array_task_id;
+	const char *array_spec;    /* "" = not an array */
 	const char *gang_json;     /* [{"rank","name","address","gpus"}] in rank order:
 	                              the live members (an elastic run that shrank
 	                              lists the kept nodes, with their ranks at launch) */

@@ -8,29 +8,7 @@
 
 #include "buf.h"
 #include "log.h"
-
-#define TS(col) "to_char((" col ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
-
-#define JOB_COLS                                                                                   \
-	"j.id, j.state, t.name, j.user_name, j.name, pc.name, j.nodes, coalesce(j.min_nodes, 0),"   \
-	" j.gpus_per_node, j.gpu_model, j.procs_per_node, j.topology_required,"                     \
-	" j.topology_preferred, j.time_limit, j.command::text, j.env::text, j.labels::text,"         \
-	" j.dependencies::text, j.workdir, j.max_retries, j.retries, j.pending_reason,"              \
-	" j.pending_message, " TS("j.planned_start") ", j.exit_code, j.end_reason, "                 \
-	TS("j.created_at") ", " TS("j.started_at") ", " TS("j.ended_at") ", t.path,"               \
-	" coalesce(j.mem_per_node, 0), coalesce(j.cpus_per_node, 0)," LAUNCH_COLS ","                \
-	" j.stdout_pattern, j.stderr_pattern"
-/* jobs.launch (migration 110), one field each */
-#define LAUNCH_COLS                                                                                \
-	" coalesce(j.launch->>'launcher', 'none'), coalesce(j.launch->>'on_shrink', 'restart'),"    \
-	" coalesce(j.launch#>>'{signal,name}', ''),"                                                 \
-	" coalesce((j.launch#>>'{signal,before}')::bigint, 0),"                                      \
-	" coalesce((j.launch#>>'{signal,batch_only}')::boolean, false)"
-#define JOB_NCOLS 39
-#define JOB_FROM                                                                                   \
-	" FROM jobs j JOIN tenants t ON t.id = j.tenant_id"                                         \
-	" JOIN priority_classes pc ON pc.id = j.priority_class_id"
-#define IN_SCOPE(p) "(" p "::text IS NULL OR t.path = " p " OR starts_with(t.path, " p " || '/'))"
+#include "store_job_int.h"
 
 static const char *cdup(struct mu_arena *a, const PGresult *r, int row, int col)
 {
@@ -42,8 +20,7 @@ static const char *cdup_null(struct mu_arena *a, const PGresult *r, int row, int
 	return store_db_is_null(r, row, col) ? NULL : cdup(a, r, row, col);
 }
 
-/* Reads JOB_COLS starting at column `b`. */
-static void row_to_job(struct mu_arena *a, const PGresult *r, int row, int b, struct store_job *j)
+void store__job_row(struct mu_arena *a, const PGresult *r, int row, int b, struct store_job *j)
 {
 	memset(j, 0, sizeof(*j));
 	j->id = store_db_get_int64(r, row, b + 0);
@@ -86,6 +63,13 @@ static void row_to_job(struct mu_arena *a, const PGresult *r, int row, int b, st
 	j->signal_batch_only = store_db_get_bool(r, row, b + 36);
 	j->stdout_pattern = cdup(a, r, row, b + 37);
 	j->stderr_pattern = cdup(a, r, row, b + 38);
+	j->held = store_db_get_bool(r, row, b + 39);
+	j->begin_at = cdup_null(a, r, row, b + 40);
+	j->etag = store_db_get_int64(r, row, b + 41);
+	j->array_job_id = store_db_get_int64(r, row, b + 42);
+	j->array_task_id = store_db_get_int64(r, row, b + 43);
+	j->array_spec = cdup_null(a, r, row, b + 44);
+	j->array_throttle = store_db_get_int64(r, row, b + 45);
 }
 
 /* A PostgreSQL array literal of text elements. */
@@ -625,6 +609,34 @@ static void add_row(struct mu_buf *b, const struct store_job *j, int64_t tenant_
 	copy_str(b, j->stdout_pattern ? j->stdout_pattern : "");
 	mu_buf_addc(b, '\t');
 	copy_str(b, j->stderr_pattern ? j->stderr_pattern : "");
+	mu_buf_addc(b, '\t');
+	mu_buf_addc(b, j->held ? 't' : 'f');
+	mu_buf_addc(b, '\t');
+	if (j->begin > 0) {
+		time_t bt = (time_t)j->begin;
+		struct tm tm;
+		char tb[40];
+
+		gmtime_r(&bt, &tm);
+		strftime(tb, sizeof(tb), "%Y-%m-%d %H:%M:%S+00", &tm);
+		mu_buf_adds(b, tb);
+	} else {
+		copy_str(b, NULL);
+	}
+	mu_buf_addc(b, '\t');
+	copy_str(b, j->pending_reason ? j->pending_reason : "Priority");
+	mu_buf_addc(b, '\t');
+	if (j->array_spec) {
+		copy_int(b, j->array_job_id);
+		mu_buf_addc(b, '\t');
+		copy_int(b, j->array_task_id);
+		mu_buf_addc(b, '\t');
+		copy_str(b, j->array_spec);
+	} else {
+		mu_buf_adds(b, "\\N\t\\N\t\\N");
+	}
+	mu_buf_addc(b, '\t');
+	copy_int(b, j->array_throttle);
 	mu_buf_addc(b, '\n');
 }
 
@@ -683,7 +695,8 @@ static int copy_end(PGconn *c, int ret, struct store_job_submit **reqs, size_t n
 	" gpus_per_node, gpu_model, procs_per_node, topology_required, topology_preferred,"         \
 	" time_limit, command, env, workdir, dependencies, max_retries, labels,"                     \
 	" idempotency_key, request_sha256, mem_per_node, cpus_per_node, launch,"                    \
-	" stdout_pattern, stderr_pattern) FROM STDIN"
+	" stdout_pattern, stderr_pattern, held, begin_at,"                                      \
+	" pending_reason, array_job_id, array_task_id, array_spec, array_throttle) FROM STDIN"
 
 /* Rows handed to the server at a time: it inserts one chunk while the
  * next is built. */
@@ -693,12 +706,29 @@ static int copy_end(PGconn *c, int ret, struct store_job_submit **reqs, size_t n
  * copies the names the reply needs into the request's arena; `last` is the
  * previous job written for s (or NULL), whose copies are shared when equal. */
 static void fill_job(struct store_job_submit *s, struct store_job *j, const struct store_job *last,
-		     int64_t id, const char *created_at)
+		     int64_t id, const char *created_at, int64_t etag)
 {
 	j->id = id;
 	j->created_at = last ? last->created_at : mu_arena_strdup(s->arena, created_at);
+	j->etag = etag;
+	/* an array's tasks are the request's jobs, in order: the first one's
+	 * id names the array */
+	if (j->array_spec)
+		j->array_job_id = last && last->array_spec ? last->array_job_id : id;
 	j->state = "PENDING";
-	j->pending_reason = "Priority";
+	/* held and begin: kept out of the snapshot (store_sched_snap.c), so
+	 * the reason written here stays until released or due */
+	j->pending_reason = j->held ? "Held" : j->begin > (int64_t)time(NULL) ? "BeginTime" : "Priority";
+	j->begin_at = NULL;
+	if (j->begin > 0) {
+		time_t bt = (time_t)j->begin;
+		struct tm tm;
+		char tb[32];
+
+		gmtime_r(&bt, &tm);
+		strftime(tb, sizeof(tb), "%Y-%m-%dT%H:%M:%S.000Z", &tm);
+		j->begin_at = mu_arena_strdup(s->arena, tb);
+	}
 	j->pending_message = "";
 	j->end_reason = "";
 	if (last && !strcmp(last->tenant, j->tenant) && !strcmp(last->priority_class, j->priority_class)) {
@@ -759,7 +789,8 @@ static int stream_rows(PGconn *c, struct group_ctx *g, struct store_job_submit *
 
 			if (validate_job(g, s, k, &tids[k], &cids[k]) < 0)
 				return 0;
-			fill_job(s, j, k ? j - 1 : NULL, store_db_get_int64(ids, (int)k, 0), created_at);
+			fill_job(s, j, k ? j - 1 : NULL, store_db_get_int64(ids, (int)k, 0), created_at,
+				 store_db_get_int64(ids, 0, 2));
 			add_row(rows, j, tids[k], cids[k], s);
 		}
 		if (!ret)
@@ -786,7 +817,8 @@ static int insert_jobs(PGconn *c, struct group_ctx *g, struct store_job_submit *
 {
 	/* the transaction's now(), once: every row's created_at */
 	static const char ids_sql[] =
-		"SELECT nextval('jobs_id_seq'), CASE WHEN g = 1 THEN " TS("now()") " END"
+		"SELECT nextval('jobs_id_seq'), CASE WHEN g = 1 THEN " TS("now()") " END,"
+		" (extract(epoch FROM now()) * 1000000)::bigint"
 		" FROM generate_series(1, $1::int) g";
 	static const char copy_jobs_sql[] = COPY_JOBS_SQL;
 	static const char copy_events_sql[] = "COPY events (kind, tenant_id, job_id) FROM STDIN";
@@ -836,7 +868,7 @@ static int insert_jobs(PGconn *c, struct group_ctx *g, struct store_job_submit *
 			struct store_job *j = &s->jobs[k];
 
 			fill_job(s, j, k ? j - 1 : NULL, store_db_get_int64(r, (int)at, 0),
-				 store_db_get(r, 0, 1));
+				 store_db_get(r, 0, 1), store_db_get_int64(r, 0, 2));
 			add_row(&rows, j, tids[i][k], cids[i][k], s);
 			if (rows.len >= COPY_CHUNK_JOBS * 250) {
 				ret = copy_put(c, &rows, err);
@@ -901,7 +933,7 @@ static bool find_replay(struct group_ctx *g, struct store_job_submit *s, int64_t
 			s->rc = MU_EIDEMPOTENCY;
 			return true;
 		}
-		row_to_job(s->arena, g->idem, r, 3, &s->jobs[0]);
+		store__job_row(s->arena, g->idem, r, 3, &s->jobs[0]);
 		s->replayed = true;
 		return true;
 	}
@@ -1093,10 +1125,12 @@ int store_job_list(PGconn *c, struct mu_arena *a, const char *scope,
 		"        AND (t.path = f.path OR starts_with(t.path, f.path || '/'))))"
 		"   AND ($5::text IS NULL OR j.user_name = $5)"
 		"   AND ($6::jsonb IS NULL OR j.labels @> $6::jsonb)"
+		"   AND ($8::bigint IS NULL OR j.array_job_id = $8::bigint)"
+		"   AND ($9::int IS NULL OR j.array_task_id = $9::int)"
 		" ORDER BY j.id LIMIT $7::int";
-	char after[24], lim[16];
+	char after[24], lim[16], arr[24], task[16];
 	struct mu_buf states = MU_BUF_INIT;
-	const char *p[7];
+	const char *p[9];
 	PGresult *r = NULL;
 	int ret, rows;
 
@@ -1119,14 +1153,18 @@ int store_job_list(PGconn *c, struct mu_arena *a, const char *scope,
 	p[4] = f->user;
 	p[5] = f->labels;
 	p[6] = lim;
-	ret = store_db_exec(c, sql, 7, p, &r, err);
+	snprintf(arr, sizeof(arr), "%lld", (long long)f->array_job_id);
+	p[7] = f->array_job_id ? arr : NULL;
+	snprintf(task, sizeof(task), "%lld", (long long)f->array_task_id);
+	p[8] = f->has_array_task ? task : NULL;
+	ret = store_db_exec(c, sql, 9, p, &r, err);
 	if (ret < 0)
 		goto out;
 	rows = store_db_nrows(r);
 	out->n = (size_t)(rows > f->limit ? f->limit : rows);
 	out->items = mu_arena_alloc(a, sizeof(*out->items) * (out->n + 1));
 	for (size_t i = 0; i < out->n; i++)
-		row_to_job(a, r, (int)i, 0, &out->items[i]);
+		store__job_row(a, r, (int)i, 0, &out->items[i]);
 	if (rows > f->limit)
 		out->next_after = out->items[out->n - 1].id;
 out:
@@ -1168,7 +1206,7 @@ int store_job_get(PGconn *c, struct mu_arena *a, const char *scope, int64_t id,
 		ret = mu_error_set(err, MU_ENOTFOUND, "", "no such job");
 		goto out;
 	}
-	row_to_job(a, r, 0, 0, out);
+	store__job_row(a, r, 0, 0, out);
 	out->runs = cdup(a, r, 0, JOB_NCOLS);
 	out->events = cdup(a, r, 0, JOB_NCOLS + 1);
 out:
@@ -1198,7 +1236,7 @@ static int cancel_tx(PGconn *c, void *arg, struct mu_error *err)
 	static const char running_sql[] =
 		"WITH u AS (UPDATE runs SET state = CASE WHEN state IN ('STARTING', 'RUNNING')"
 		"   THEN 'STOPPING' ELSE state END,"
-		"   stop_reason = CASE WHEN stop_reason = '' THEN 'cancel' ELSE stop_reason END,"
+		"   stop_reason = CASE WHEN stop_reason IN ('', 'requeue') THEN 'cancel' ELSE stop_reason END,"
 		"   stop_requested_at = coalesce(stop_requested_at, now())"
 		"   WHERE job_id = $1::bigint AND live RETURNING id)"
 		" INSERT INTO events (kind, tenant_id, job_id, run_id, reason, data)"
@@ -1241,7 +1279,7 @@ static int cancel_tx(PGconn *c, void *arg, struct mu_error *err)
 	ret = store_db_exec(c, get_sql, 1, p, &r, err);
 	if (ret < 0)
 		goto out;
-	row_to_job(ca->a, r, 0, 0, ca->out);
+	store__job_row(ca->a, r, 0, 0, ca->out);
 out:
 	store_db_clear(r);
 	return ret;
@@ -1387,7 +1425,7 @@ int store_job_history(PGconn *c, struct mu_arena *a, const char *scope,
 	out->n = (size_t)(rows > f->limit ? f->limit : rows);
 	out->items = mu_arena_alloc(a, sizeof(*out->items) * (out->n + 1));
 	for (size_t i = 0; i < out->n; i++)
-		row_to_job(a, r, (int)i, 0, &out->items[i]);
+		store__job_row(a, r, (int)i, 0, &out->items[i]);
 	if (rows > f->limit) {
 		out->more = true;
 		out->next_us = store_db_get_int64(r, (int)out->n - 1, JOB_NCOLS);

@@ -81,6 +81,16 @@ struct store_job {
 	const char *stderr_pattern; /* in: sbatch -e ("" = none) */
 	const char *runs;           /* get only: JSON text of the runs array, else NULL */
 	const char *events;         /* get only: JSON text of the events array, else NULL */
+	/* changing jobs (store_jobctl.c) */
+	bool held;                  /* in: submit held (pending reason Held) */
+	int64_t begin;              /* in: earliest start, Unix seconds; 0 = at once */
+	const char *begin_at;       /* out: RFC 3339, NULL = none */
+	int64_t etag;               /* out: the version (updated_at in microseconds) */
+	/* job arrays: set on every task of one; array_job_id 0 = not an array */
+	int64_t array_job_id;       /* out: the id of the array's first task */
+	int64_t array_task_id;      /* in/out */
+	const char *array_spec;     /* in/out: "0-15%4" as given */
+	int64_t array_throttle;     /* in/out: K of %K, 0 = none */
 };
 
 /*
@@ -139,6 +149,9 @@ struct store_job_filter {
 	const char *tenant;         /* name: that tenant's subtree; NULL = all */
 	const char *user;           /* NULL = all */
 	const char *labels;         /* JSON object text every job's labels must contain, or NULL */
+	int64_t array_job_id;       /* only the tasks of this array; 0 = any job */
+	bool has_array_task;        /* and of them only task array_task_id */
+	int64_t array_task_id;
 	int64_t after_id;           /* cursor: ids > after_id */
 	int limit;                  /* 1..1000 */
 };
@@ -214,5 +227,56 @@ struct store_job_history_page {
 int store_job_history(PGconn *c, struct mu_arena *a, const char *scope,
 		      const struct store_job_history_filter *f, struct store_job_history_page *out,
 		      struct mu_error *err) __attribute__((warn_unused_result));
+
+/*
+ * Cancels every task of array `array_job_id` that has not ended (each as
+ * store_job_cancel would, in one transaction); *ncancelled gets how many.
+ * MU_ENOTFOUND when no task of it is in scope; MU_ESTATE when every task
+ * has ended already. *out gets the array's first task after the change.
+ */
+int store_job_cancel_array(PGconn *c, struct mu_arena *a, const char *scope, int64_t array_job_id,
+			   const char *who, struct store_job *out, int64_t *ncancelled,
+			   struct mu_error *err) __attribute__((warn_unused_result));
+
+/*
+ * Changing jobs (store_jobctl.c). Each runs in one transaction with the job
+ * row locked; `if_match` (NULL = none) is the version the caller last saw
+ * (store_job.etag): another one is MU_EPRECONDITION and nothing changes.
+ * Every change bumps the version, writes an event (job.held,
+ * job.released, job.requeue_requested, job.updated) and NOTIFYs
+ * muster_sched. *out gets the job after the change. MU_ENOTFOUND outside
+ * `scope`, MU_ESTATE when the job's state does not allow the change.
+ */
+enum store_job_ctl { STORE_JOB_HOLD, STORE_JOB_RELEASE, STORE_JOB_REQUEUE };
+
+/* HOLD/RELEASE: a PENDING job (holding a held job or releasing one not
+ * held changes nothing and is no error). REQUEUE: a STARTING/RUNNING job's
+ * live run is ordered to stop (stop_reason "requeue"); when it has ended,
+ * the run is REQUEUED and the job PENDING again, no retry spent. */
+int store_job_control(PGconn *c, struct mu_arena *a, const char *scope, int64_t id,
+		      enum store_job_ctl op, const int64_t *if_match, const char *who,
+		      struct store_job *out, struct mu_error *err) __attribute__((warn_unused_result));
+
+/* A PATCH of a pending job: the fields whose has_* is set. Ranges are the
+ * codec's; the store checks the time limit against the class and tenant
+ * maximum (as a submit), the class and dependencies exist in scope, and
+ * min_nodes <= nodes. */
+struct store_job_patch {
+	bool has_time_limit;  int64_t time_limit;        /* seconds, > 0 */
+	bool has_class;       const char *priority_class;
+	bool has_nodes;       int64_t nodes;
+	bool has_min_nodes;   int64_t min_nodes;         /* 0 = not elastic */
+	bool has_gpus;        int64_t gpus_per_node;
+	bool has_deps;        const char *dependencies;  /* JSON text */
+	const int64_t *dep_ids; size_t ndeps;
+	bool has_labels;      const char *labels;        /* JSON text, replaces them */
+	bool has_begin;       int64_t begin;             /* Unix seconds, 0 = at once */
+	bool has_name;        const char *name;
+	const char *fields;   /* JSON array text of the changed field names (event data) */
+};
+
+int store_job_update(PGconn *c, struct mu_arena *a, const char *scope, int64_t id,
+		     const struct store_job_patch *p, const int64_t *if_match, const char *who,
+		     struct store_job *out, struct mu_error *err) __attribute__((warn_unused_result));
 
 #endif

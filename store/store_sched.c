@@ -357,6 +357,16 @@ int store_sched_mark_down(PGconn *c, int heartbeat_timeout, int *n, struct mu_er
 			  0, NULL, n, err);
 }
 
+int store_sched_begin_due(PGconn *c, int *n, struct mu_error *err)
+{
+	return exec_count(c,
+			  "WITH j AS (UPDATE jobs SET pending_reason = 'Priority', pending_message = ''"
+			  "   WHERE state = 'PENDING' AND pending_reason = 'BeginTime' AND NOT held"
+			  "   AND begin_at <= now() RETURNING id)"
+			  " SELECT count(*) FROM j",
+			  0, NULL, n, err);
+}
+
 int store_sched_sync_running(PGconn *c, int *n, struct mu_error *err)
 {
 	return exec_count(c,
@@ -412,6 +422,7 @@ int store_sched_finish_runs(PGconn *c, int half_life, int *n, struct mu_error *e
 		"     WHEN r.stop_reason = 'timeout' THEN 'TIMEOUT'"
 		"     WHEN r.stop_reason = 'preempt' THEN 'PREEMPTED'"
 		"     WHEN r.stop_reason = 'node_fail' THEN 'NODE_FAIL'"
+		"     WHEN r.stop_reason = 'requeue' THEN 'REQUEUED'" /* POST /v1/jobs/{id}/requeue */
 		"     WHEN r.state IN ('COMPLETED', 'FAILED') THEN r.state"
 		"     WHEN coalesce(r.exit_code, 0) = 0 AND r.exit_signal IS NULL THEN 'COMPLETED'"
 		"     ELSE 'FAILED' END"
@@ -442,16 +453,16 @@ int store_sched_finish_runs(PGconn *c, int half_life, int *n, struct mu_error *e
 		"     THEN ud.value * power(0.5, greatest(0, extract(epoch FROM now() - ud.updated_at))"
 		"       / $1::int) ELSE ud.value END + excluded.value, updated_at = now()),"
 		" j AS (UPDATE jobs SET"
-		"     state = CASE WHEN e.state = 'PREEMPTED' THEN 'PENDING'"
+		"     state = CASE WHEN e.state IN ('PREEMPTED', 'REQUEUED') THEN 'PENDING'"
 		"       WHEN e.state = 'NODE_FAIL' AND jobs.retries < jobs.max_retries THEN 'PENDING'"
 		"       WHEN e.state = 'NODE_FAIL' THEN 'FAILED' ELSE e.state END,"
 		"     retries = jobs.retries + CASE WHEN e.state = 'NODE_FAIL'"
 		"       AND jobs.retries < jobs.max_retries THEN 1 ELSE 0 END,"
-		"     exit_code = CASE WHEN e.state = 'PREEMPTED' OR (e.state = 'NODE_FAIL'"
+		"     exit_code = CASE WHEN e.state IN ('PREEMPTED', 'REQUEUED') OR (e.state = 'NODE_FAIL'"
 		"       AND jobs.retries < jobs.max_retries) THEN NULL ELSE e.exit_code END,"
 		"     end_reason = CASE WHEN e.state = 'FAILED' AND e.end_reason <> '' THEN e.end_reason"
 		"       ELSE lower(e.state) END,"
-		"     ended_at = CASE WHEN e.state = 'PREEMPTED' OR (e.state = 'NODE_FAIL'"
+		"     ended_at = CASE WHEN e.state IN ('PREEMPTED', 'REQUEUED') OR (e.state = 'NODE_FAIL'"
 		"       AND jobs.retries < jobs.max_retries) THEN NULL ELSE e.ended_at END,"
 		"     pending_reason = 'Priority', pending_message = '', planned_start = NULL,"
 		"     updated_at = now()"

@@ -141,6 +141,10 @@ int store_sched_settings_load(PGconn *c, struct store_sched_settings *out, struc
 int store_sched_mark_down(PGconn *c, int heartbeat_timeout, int *n, struct mu_error *err)
 	__attribute__((warn_unused_result));
 int store_sched_sync_running(PGconn *c, int *n, struct mu_error *err) __attribute__((warn_unused_result));
+/* Pending jobs whose begin time (Slurm --begin) has come: their reason
+ * BeginTime becomes Priority, so that the tick that finds them (*n) runs a
+ * full cycle and they start within a tick of it (migration 130's index). */
+int store_sched_begin_due(PGconn *c, int *n, struct mu_error *err) __attribute__((warn_unused_result));
 int store_sched_timeouts(PGconn *c, int *n, struct mu_error *err) __attribute__((warn_unused_result));
 int store_sched_expire_stops(PGconn *c, int margin_s, int *n, struct mu_error *err)
 	__attribute__((warn_unused_result));
@@ -173,6 +177,7 @@ struct store_sched_run {
 	int predicted_runtime; /* s, planned at start when shorter than the limit; 0 = none */
 	bool stopping;
 	size_t alloc_first, alloc_count; /* slice of snap->allocs (sorted by run, rank) */
+	int64_t array_job_id; /* the job's array (its first task's id); 0 = none */
 };
 
 struct store_sched_job {
@@ -183,6 +188,9 @@ struct store_sched_job {
 	int priority_class_id;
 	int nodes, min_nodes, gpus_per_node, time_limit, retries;
 	int64_t created_at, planned_start; /* unix s; planned_start 0 = none */
+	int64_t array_job_id; int array_throttle; /* job arrays: 0 = none */
+	int64_t singleton_blocker; /* singleton dependency: an earlier active job of the same
+	                              tenant, user and name; 0 = none */
 	size_t dep_first, dep_count; /* slice of snap->edges */
 };
 

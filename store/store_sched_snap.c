@@ -92,14 +92,21 @@ static const char *const snap_sql[SNAP_NSQL] = {
 	    "SELECT r.id, r.job_id, j.tenant_id, j.user_name, j.priority_class_id, r.nodes,"
 	    " r.gpus_per_node, r.time_limit,"
 	    " extract(epoch FROM coalesce(r.started_at, r.created_at))::bigint,"
-	    " r.state = 'STOPPING', coalesce(j.min_nodes, 0), coalesce(r.predicted_runtime, 0)"
+	    " r.state = 'STOPPING', coalesce(j.min_nodes, 0), coalesce(r.predicted_runtime, 0),"
+	    " coalesce(j.array_job_id, 0)" /* job arrays: the %K throttle counts live runs */
 	    " FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.live ORDER BY r.id",
 	    "SELECT id, tenant_id, user_name, gpu_model, topology_required,"
 	    " topology_preferred, dependencies::text, pending_reason, pending_message,"
 	    " priority_class_id, nodes, coalesce(min_nodes, nodes), gpus_per_node,"
 	    " time_limit, retries, extract(epoch FROM created_at)::bigint,"
-	    " coalesce(extract(epoch FROM planned_start)::bigint, 0)"
-	    " FROM jobs WHERE state = 'PENDING' AND NOT held ORDER BY id",
+	    " coalesce(extract(epoch FROM planned_start)::bigint, 0),"
+	    " coalesce(array_job_id, 0), array_throttle," /* job arrays */
+	    " CASE WHEN dependencies @> '[{\"type\": \"singleton\"}]' THEN coalesce((SELECT max(o.id)"
+	    "   FROM jobs o WHERE o.tenant_id = jobs.tenant_id AND o.user_name = jobs.user_name"
+	    "   AND o.name = jobs.name AND o.id < jobs.id AND o.state IN ('PENDING', 'STARTING', 'RUNNING')),"
+	    "   0) ELSE 0 END" /* singleton (migration 132's index) */
+	    " FROM jobs WHERE state = 'PENDING' AND NOT held"
+	    " AND (begin_at IS NULL OR begin_at <= now()) ORDER BY id", /* Held, BeginTime: store_jobctl.c */
 	    "SELECT id, coalesce(parent_id, 0), name, shares FROM tenants"
 	    " ORDER BY parent_id IS NOT NULL, id",
 	    "SELECT tenant_id, gpu_model, guaranteed_gpus, coalesce(max_gpus, -1),"
@@ -120,11 +127,22 @@ static const char *const snap_sql[SNAP_NSQL] = {
 	    " ELSE 0 END, CASE x.e->>'type' WHEN 'afterany' THEN 1 WHEN 'afternotok' THEN 2 ELSE 0 END"
 	    " FROM jobs j CROSS JOIN LATERAL jsonb_array_elements(j.dependencies) WITH ORDINALITY x(e, n)"
 	    " WHERE j.state = 'PENDING' AND j.dependencies <> '[]' AND jsonb_typeof(j.dependencies) = 'array'"
+	    " AND coalesce(x.e->>'type', '') <> 'singleton'" /* names no job: singleton_blocker */
 	    " ORDER BY j.id, x.n",
-	    "SELECT d.id, d.state, coalesce(d.exit_code, -1) FROM jobs d WHERE d.id IN"
-	    " (SELECT CASE WHEN jsonb_typeof(x->'job_id') = 'number' THEN (x->>'job_id')::numeric::bigint END"
+	    /* job arrays: the first task's id stands for every task: active
+	     * while one is, COMPLETED with 0 only when all are, else FAILED */
+	    "SELECT d.id, CASE WHEN bool_or(x.state IN ('PENDING', 'STARTING', 'RUNNING')) THEN 'RUNNING'"
+	    " WHEN bool_and(x.state = 'COMPLETED' AND coalesce(x.exit_code, 0) = 0) THEN 'COMPLETED'"
+	    " WHEN count(*) = 1 THEN min(x.state) ELSE 'FAILED' END,"
+	    " CASE WHEN bool_and(x.state = 'COMPLETED' AND coalesce(x.exit_code, 0) = 0) THEN 0"
+	    " WHEN count(*) = 1 THEN coalesce(min(x.exit_code), -1) ELSE -1 END"
+	    " FROM (SELECT DISTINCT CASE WHEN jsonb_typeof(x->'job_id') = 'number'"
+	    "   THEN (x->>'job_id')::numeric::bigint END AS id"
 	    "  FROM jobs j, jsonb_array_elements(j.dependencies) x WHERE j.state = 'PENDING'"
-	    "  AND j.dependencies <> '[]' AND jsonb_typeof(j.dependencies) = 'array') ORDER BY d.id"
+	    "  AND j.dependencies <> '[]' AND jsonb_typeof(j.dependencies) = 'array') d"
+	    " JOIN LATERAL (SELECT state, exit_code FROM jobs WHERE id = d.id UNION ALL"
+	    "  SELECT state, exit_code FROM jobs WHERE array_job_id = d.id AND id <> d.id) x ON true"
+	    " GROUP BY d.id ORDER BY d.id"
 };
 
 struct batch {
@@ -263,6 +281,7 @@ static int load_runs(PGconn *c, struct batch *b, struct store_sched_snap *s, str
 		x->stopping = store_db_get_bool(r, row, 9);
 		x->min_nodes = geti(r, row, 10);
 		x->predicted_runtime = geti(r, row, 11);
+		x->array_job_id = getl(r, row, 12);
 		if (x->min_nodes >= x->nodes)
 			x->min_nodes = 0; /* not elastic (any more): it cannot lose a node */
 		/* Both lists are sorted by run id: merge. */
@@ -307,6 +326,9 @@ static int load_jobs(PGconn *c, struct batch *b, struct store_sched_snap *s, str
 		j->retries = geti(r, row, 14);
 		j->created_at = getl(r, row, 15);
 		j->planned_start = getl(r, row, 16);
+		j->array_job_id = getl(r, row, 17);
+		j->array_throttle = geti(r, row, 18);
+		j->singleton_blocker = getl(r, row, 19);
 	}
 out:
 	store_db_clear(r);
@@ -501,6 +523,7 @@ static int apply_starts(PGconn *c, int64_t epoch, const struct store_sched_decis
 			    " j AS (UPDATE jobs SET state = 'STARTING', started_at = now(), ended_at = NULL,"
 			    "   pending_reason = '', pending_message = '', planned_start = NULL, updated_at = now()"
 			    "   FROM s WHERE jobs.id = s.job_id AND jobs.state = 'PENDING' AND NOT jobs.held"
+			    "   AND (jobs.begin_at IS NULL OR jobs.begin_at <= now())"
 			    "   RETURNING jobs.id, jobs.tenant_id, jobs.time_limit, jobs.priority_class_id),"
 			    " r AS (INSERT INTO runs (job_id, attempt, epoch, nodes, gpus_per_node, time_limit,"
 			    "     grace_period, predicted_runtime)"
@@ -628,7 +651,8 @@ static int apply_pending(PGconn *c, const struct store_sched_decisions *d, struc
 			    "UPDATE jobs SET pending_reason = u.reason, pending_message = u.msg,"
 			    " planned_start = CASE WHEN u.ps > 0 THEN to_timestamp(u.ps) END"
 			    " FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[]) AS u(id, reason, msg, ps)"
-			    " WHERE jobs.id = u.id AND jobs.state = 'PENDING'",
+			    " WHERE jobs.id = u.id AND jobs.state = 'PENDING' AND NOT jobs.held"
+			    " AND (jobs.begin_at IS NULL OR jobs.begin_at <= now())", /* Held, BeginTime stay */
 			    4, p, NULL, err);
 	mu_free(ids.p);
 	mu_free(reason.p);

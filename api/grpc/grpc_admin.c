@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec_settings.h"
+#include "store_settings.h"
 #include "codec_admin.h"
 #include "grpc/health/v1/health.pb-c.h"
 #include "grpc_codec.h"
@@ -701,6 +703,72 @@ _Static_assert((int)GR_ADMIN == (int)REST_ROLE_ADMIN && (int)GR_TENANT == (int)R
 		       (int)GR_READER == (int)REST_ROLE_READER && (int)GR_AGENT == (int)REST_ROLE_AGENT,
 	       "gRPC and REST role bits differ");
 
+/* ---- settings (REST /v1/settings) ---------------------------------------- */
+
+static int settings_reply(PGconn *db, struct gcall *c)
+{
+	Muster__V1__Settings *resp = mu_arena_alloc(&c->arena, sizeof(*resp));
+	const char **values = NULL;
+	size_t n;
+	const struct store_setting *t = store_settings_table(&n);
+	int ret = store_settings_get(db, &c->arena, &values, &c->err);
+
+	if (ret < 0)
+		return ret;
+	muster__v1__settings__init(resp);
+	resp->values = mu_arena_alloc(&c->arena, sizeof(*resp->values) * (n + 1));
+	for (size_t i = 0; i < n; i++) {
+		Muster__V1__Settings__ValuesEntry *e = mu_arena_alloc(&c->arena, sizeof(*e));
+
+		muster__v1__settings__values_entry__init(e);
+		e->key = (char *)t[i].name;
+		e->value = (char *)values[i];
+		resp->values[resp->n_values++] = e;
+	}
+	c->resp = &resp->base;
+	return 0;
+}
+
+static int settings_get(PGconn *db, struct gcall *c)
+{
+	return settings_reply(db, c);
+}
+
+static int settings_update(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__UpdateSettingsRequest *r = (const void *)c->req;
+	json_t *body = json_object();
+	const char **names = NULL;
+	char **values = NULL;
+	size_t n = 0;
+	char who[64];
+	int ret = 0;
+
+	for (size_t i = 0; i < r->n_values; i++) {
+		const char *k = r->values[i]->key ? r->values[i]->key : "";
+		json_t *v = json_loads(r->values[i]->value ? r->values[i]->value : "", JSON_DECODE_ANY, NULL);
+
+		if (!v || !grpc_codec_utf8_ok(k)) {
+			json_decref(v);
+			ret = mu_error_set(&c->err, MU_EINVAL, k, "the value must be JSON text (4, true, [\"rack\"])");
+			goto out;
+		}
+		json_object_set_new(body, k, v);
+	}
+	ret = codec_settings_decode(body, &names, &values, &n, &c->err);
+	if (ret < 0)
+		goto out;
+	snprintf(who, sizeof(who), "token:%lld", (long long)c->who.token_id);
+	ret = store_settings_update(db, names, (const char *const *)values, n, who, &c->err);
+	if (ret < 0)
+		goto out;
+	ret = settings_reply(db, c);
+out:
+	codec_settings_release(names, values, n);
+	json_decref(body);
+	return ret;
+}
+
 #define ADMIN(m, route, req, fn)                                                                  \
 	{ "/muster.v1.AdminService/" m, GK_UNARY, route##_roles, &muster__v1__##req##__descriptor, fn, \
 	  NULL, 0 }
@@ -728,6 +796,8 @@ const struct gmethod grpc_admin_methods[] = {
 	ADMIN("GetNode", rest_nodes_get, get_node_request, nodes_get),
 	ADMIN("DrainNode", rest_nodes_drain, drain_node_request, nodes_drain),
 	ADMIN("ResumeNode", rest_nodes_resume, resume_node_request, nodes_resume),
+	ADMIN("GetSettings", rest_settings_get, get_settings_request, settings_get),
+	ADMIN("UpdateSettings", rest_settings_update, update_settings_request, settings_update),
 	{ NULL, 0, 0, NULL, NULL, NULL, 0 },
 };
 

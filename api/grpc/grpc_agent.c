@@ -944,6 +944,9 @@ static void push_desired(PGconn *db, struct snap *sn, size_t n)
 		r->signal_batch_only = d->signal_batch_only;
 		r->stdout_pattern = S(&m, d->stdout_pattern);
 		r->stderr_pattern = S(&m, d->stderr_pattern);
+		r->array_job_id = d->array_job_id;
+		r->array_task_id = d->array_task_id;
+		r->array_spec = S(&m, d->array_spec);
 		desired_json(&m, r, d->command_json, d->env_json, d->gang_json);
 		/* the launch contract needs a rendezvous even if the scheduler left it empty */
 		if (!r->master_addr[0] && r->n_nodes)

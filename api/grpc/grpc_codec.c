@@ -140,13 +140,18 @@ json_t *grpc_codec_spec_json(const Muster__V1__JobSpec *s, struct mu_error *err)
 
 			snprintf(field, sizeof(field), "dependencies.%zu.type", i);
 			ret = jstr(dj, "type", d->type ? d->type : "", field, err);
-			json_object_set_new(dj, "job_id", json_integer(d->job_id));
+			if (d->job_id || !d->type || strcmp(d->type, "singleton"))
+				json_object_set_new(dj, "job_id", json_integer(d->job_id));
 			json_array_append_new(arr, dj);
 		}
 		json_object_set_new(o, "dependencies", arr);
 	}
 	STR("workdir", s->workdir);
 	INT("max_retries", s->max_retries);
+	if (s->hold)
+		json_object_set_new(o, "hold", json_true());
+	STR("begin", s->begin);
+	STR("array", s->array);
 #undef STR
 #undef INT
 	if (ret < 0) {
@@ -282,6 +287,71 @@ json_t *grpc_codec_token_json(const Muster__V1__CreateTokenRequest *r, struct mu
 	STR("node", r->node);
 	STR("expires_at", r->expires_at);
 #undef STR
+	if (ret < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* ---- jobs: Update ---------------------------------------------------------- */
+
+json_t *grpc_codec_job_patch_json(const Muster__V1__UpdateJobRequest *r, struct mu_error *err)
+{
+	static const char *const names[] = { "time_limit", "priority_class", "nodes", "min_nodes",
+					     "gpus_per_node", "dependencies", "labels", "begin",
+					     "name", NULL };
+	static const Muster__V1__JobPatch empty = MUSTER__V1__JOB_PATCH__INIT;
+	const Muster__V1__JobPatch *p = r->patch ? r->patch : &empty;
+	json_t *o = json_object();
+	int ret = 0;
+
+	for (size_t m = 0; m < r->n_update_mask && ret == 0; m++) {
+		int k = mask_path(r->update_mask[m], names, "Update", err);
+		json_t *arr;
+
+		if (k < 0) {
+			ret = k;
+			break;
+		}
+		switch (k) {
+		case 0: ret = jstr(o, "time_limit", p->time_limit ? p->time_limit : "", NULL, err); break;
+		case 1: ret = jstr(o, "priority_class", p->priority_class ? p->priority_class : "", NULL, err); break;
+		case 2: json_object_set_new(o, "nodes", json_integer(p->nodes)); break;
+		case 3:
+			json_object_set_new(o, "min_nodes", p->min_nodes ? json_integer(p->min_nodes) : json_null());
+			break;
+		case 4: json_object_set_new(o, "gpus_per_node", json_integer(p->gpus_per_node)); break;
+		case 5:
+			arr = json_array();
+			for (size_t i = 0; i < p->n_dependencies && ret == 0; i++) {
+				const Muster__V1__Dependency *d = p->dependencies[i];
+				json_t *dj = json_object();
+				char field[48];
+
+				snprintf(field, sizeof(field), "dependencies.%zu.type", i);
+				ret = jstr(dj, "type", d->type ? d->type : "", field, err);
+				if (d->job_id || !d->type || strcmp(d->type, "singleton"))
+					json_object_set_new(dj, "job_id", json_integer(d->job_id));
+				json_array_append_new(arr, dj);
+			}
+			json_object_set_new(o, "dependencies", arr);
+			break;
+		case 6:
+			if (p->n_labels)
+				ret = jmap(o, "labels", (void **)p->labels, p->n_labels, err);
+			else
+				json_object_set_new(o, "labels", json_null());
+			break;
+		case 7:
+			if (p->begin && p->begin[0])
+				ret = jstr(o, "begin", p->begin, NULL, err);
+			else
+				json_object_set_new(o, "begin", json_null());
+			break;
+		case 8: ret = jstr(o, "name", p->name ? p->name : "", NULL, err); break;
+		}
+	}
 	if (ret < 0) {
 		json_decref(o);
 		return NULL;

@@ -51,4 +51,10 @@ json_t *grpc_codec_pclass_json(const Muster__V1__PriorityClass *p, bool create, 
 /* POST /v1/tokens: "" fields are absent. */
 json_t *grpc_codec_token_json(const Muster__V1__CreateTokenRequest *r, struct mu_error *err);
 
+/* An UpdateJobRequest's patch as the JSON body of PATCH /v1/jobs/{id}: only
+ * the update_mask fields (an unknown one is MU_EINVAL naming update_mask);
+ * a named begin, min_nodes or labels left empty becomes null (cleared).
+ * New reference, or NULL with err set. */
+json_t *grpc_codec_job_patch_json(const Muster__V1__UpdateJobRequest *r, struct mu_error *err);
+
 #endif

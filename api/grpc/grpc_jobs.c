@@ -284,6 +284,19 @@ static Muster__V1__Job *job_proto(struct mu_arena *a, const struct store_job *j)
 	pj->created_at = S(a, j->created_at);
 	pj->started_at = S(a, j->started_at);
 	pj->ended_at = S(a, j->ended_at);
+	pj->held = j->held;
+	pj->begin = S(a, j->begin_at);
+	if (j->array_spec) {
+		pj->array_job_id = j->array_job_id;
+		pj->array_task_id = j->array_task_id;
+		pj->array = S(a, j->array_spec);
+	}
+	{
+		char et[32];
+
+		snprintf(et, sizeof(et), "\"%lld\"", (long long)j->etag);
+		pj->etag = S(a, et);
+	}
 	if (j->runs)
 		fill_runs(a, pj, j->runs);
 	if (j->events)
@@ -332,6 +345,14 @@ static int submit_prepare(struct gcall *c, struct submit_state **out)
 		return ret;
 	st->s.jobs = &st->job;
 	st->s.n = 1;
+	if (st->job.array_spec) {
+		if (r->idempotency_key && r->idempotency_key[0])
+			return mu_error_set(&c->err, MU_EINVAL, "idempotency_key",
+					    "not supported with array (yet): submit the array once");
+		ret = codec_job_expand_array(&st->job, &c->arena, &st->s.jobs, &st->s.n, &c->err);
+		if (ret < 0)
+			return ret;
+	}
 	st->s.scope = gcall_scope(c);
 	st->s.arena = &c->arena;
 	if (r->idempotency_key && r->idempotency_key[0]) {
@@ -359,7 +380,7 @@ static int submit_finish(struct gcall *c, struct submit_state *st)
 	} else {
 		resp = A(&c->arena, sizeof(*resp));
 		muster__v1__submit_job_response__init(resp);
-		resp->job = job_proto(&c->arena, &st->job);
+		resp->job = job_proto(&c->arena, &st->s.jobs[0]);
 		resp->replayed = st->s.replayed;
 		c->resp = &resp->base;
 		if (!st->s.replayed)
@@ -451,6 +472,102 @@ static int cancel_run(PGconn *db, struct gcall *c)
 		return ret;
 	c->resp = &job_proto(&c->arena, env_scope(c, &job))->base;
 	return 0;
+}
+
+/* if_match: "" or "*" = no check; "N" (the etag as given) or N. */
+static int if_match(struct gcall *c, const char *s, int64_t *v, const int64_t **out)
+{
+	char digits[24];
+	size_t n = s ? strlen(s) : 0;
+	char *end = NULL;
+
+	*out = NULL;
+	if (!n || (n == 1 && s[0] == '*'))
+		return 0;
+	if (n >= 2 && s[0] == '"' && s[n - 1] == '"') {
+		s++;
+		n -= 2;
+	}
+	if (n < 1 || n >= sizeof(digits))
+		return mu_error_set(&c->err, MU_EINVAL, "if_match", "expected the job's etag or *");
+	memcpy(digits, s, n);
+	digits[n] = '\0';
+	if (digits[0] < '0' || digits[0] > '9')
+		return mu_error_set(&c->err, MU_EINVAL, "if_match", "expected the job's etag or *");
+	*v = strtoll(digits, &end, 10);
+	if (*end)
+		return mu_error_set(&c->err, MU_EINVAL, "if_match", "expected the job's etag or *");
+	*out = v;
+	return 0;
+}
+
+static int control(PGconn *db, struct gcall *c, enum store_job_ctl op)
+{
+	const Muster__V1__JobControlRequest *r = (const void *)c->req;
+	const int64_t *im;
+	struct store_job job;
+	char who[64];
+	int64_t v = 0;
+	int ret;
+
+	if (r->job_id < 1)
+		return mu_error_set(&c->err, MU_ENOTFOUND, "job_id", "no such job");
+	ret = if_match(c, r->if_match, &v, &im);
+	if (ret < 0)
+		return ret;
+	snprintf(who, sizeof(who), "token:%lld", (long long)c->who.token_id);
+	ret = store_job_control(db, &c->arena, gcall_scope(c), r->job_id, op, im, who, &job, &c->err);
+	if (ret < 0)
+		return ret;
+	c->resp = &job_proto(&c->arena, &job)->base;
+	return 0;
+}
+
+static int hold_run(PGconn *db, struct gcall *c)
+{
+	return control(db, c, STORE_JOB_HOLD);
+}
+
+static int release_run(PGconn *db, struct gcall *c)
+{
+	return control(db, c, STORE_JOB_RELEASE);
+}
+
+static int requeue_run(PGconn *db, struct gcall *c)
+{
+	return control(db, c, STORE_JOB_REQUEUE);
+}
+
+static int update_run(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__UpdateJobRequest *r = (const void *)c->req;
+	struct store_job_patch p;
+	const int64_t *im;
+	struct store_job job;
+	json_t *body = NULL;
+	char who[64];
+	int64_t v = 0;
+	int ret;
+
+	if (r->job_id < 1)
+		return mu_error_set(&c->err, MU_ENOTFOUND, "job_id", "no such job");
+	ret = if_match(c, r->if_match, &v, &im);
+	if (ret < 0)
+		return ret;
+	body = grpc_codec_job_patch_json(r, &c->err);
+	if (!body)
+		return c->err.code;
+	ret = codec_job_decode_patch(body, &c->arena, &p, &c->err);
+	if (ret < 0)
+		goto out;
+	snprintf(who, sizeof(who), "token:%lld", (long long)c->who.token_id);
+	ret = store_job_update(db, &c->arena, gcall_scope(c), r->job_id, &p, im, who, &job, &c->err);
+	if (ret < 0)
+		goto out;
+	c->resp = &job_proto(&c->arena, &job)->base;
+out:
+	json_decref(body);
+	return ret;
 }
 
 static int list_run(PGconn *db, struct gcall *c)
@@ -835,5 +952,13 @@ const struct gmethod grpc_jobs_methods[] = {
 	  &muster__v1__watch_jobs_request__descriptor, watch_run, watch_start, 0 },
 	{ "/muster.v1.JobService/GetLogs", GK_SERVER_STREAM, GR_READERS,
 	  &muster__v1__get_logs_request__descriptor, grpc_logs_getlogs_run, grpc_logs_getlogs_start, 0 },
+	{ "/muster.v1.JobService/Hold", GK_UNARY, GR_WRITERS, &muster__v1__job_control_request__descriptor,
+	  hold_run, NULL, 0 },
+	{ "/muster.v1.JobService/Release", GK_UNARY, GR_WRITERS, &muster__v1__job_control_request__descriptor,
+	  release_run, NULL, 0 },
+	{ "/muster.v1.JobService/Requeue", GK_UNARY, GR_WRITERS, &muster__v1__job_control_request__descriptor,
+	  requeue_run, NULL, 0 },
+	{ "/muster.v1.JobService/Update", GK_UNARY, GR_WRITERS, &muster__v1__update_job_request__descriptor,
+	  update_run, NULL, 0 },
 	{ NULL, 0, 0, NULL, NULL, NULL, 0 },
 };

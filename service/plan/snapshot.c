@@ -369,6 +369,7 @@ int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_sna
 			r->start = dr->start;
 			r->time_limit = dr->time_limit;
 			r->min_nodes = dr->min_nodes;
+			r->array_job_id = dr->array_job_id;
 			/* Planned at its prediction while it lasts; past it, at its limit. */
 			r->predicted_end = dr->predicted_runtime > 0 ? dr->start + dr->predicted_runtime : 0;
 			for (size_t k = dr->alloc_first; k < dr->alloc_first + dr->alloc_count; k++) {
@@ -393,13 +394,13 @@ int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_sna
 	c->runs = s->runs;
 
 	/* pending jobs */
-	s->deps = mu_calloc(db->nedges + 1, sizeof(*s->deps));
+	s->deps = mu_calloc(db->nedges + db->njobs + 1, sizeof(*s->deps)); /* + a singleton each */
 	s->jobs = mu_calloc(db->njobs + 1, sizeof(*s->jobs));
 	for (size_t i = 0; i < db->njobs; i++) {
 		const struct store_sched_job *dj = &db->jobs[i];
 		scheduler_snap_job(s, dj, &db->edges[dj->dep_first], db->deps, db->ndeps, &s->deps[ndeps],
 				   &s->jobs[i]);
-		ndeps += dj->dep_count;
+		ndeps += s->jobs[i].ndeps;
 	}
 	c->njobs = db->njobs;
 	c->jobs = s->jobs;
@@ -428,12 +429,17 @@ void scheduler_snap_job(const struct scheduler_snap *s, const struct store_sched
 	j->topo_required = scheduler_snap_level(s, dj->topology_required);
 	j->topo_preferred = scheduler_snap_level(s, dj->topology_preferred);
 	j->time_limit = dj->time_limit;
+	j->array_job_id = dj->array_job_id;
+	j->array_throttle = dj->array_throttle;
 	for (size_t k = 0; k < dj->dep_count; k++)
 		deps[k] = dep_of(&edges[k], states, nstates);
-	if (dj->dep_count) {
+	j->ndeps = dj->dep_count;
+	if (dj->singleton_blocker) /* singleton: waits as afterany on the earlier active job */
+		deps[j->ndeps++] = (struct sched_dep){ .type = SCHED_DEP_AFTERANY,
+						       .job_id = dj->singleton_blocker,
+						       .state = SCHED_DEP_ACTIVE };
+	if (j->ndeps)
 		j->deps = deps;
-		j->ndeps = dj->dep_count;
-	}
 }
 
 void scheduler_snap_release(struct scheduler_snap *s)

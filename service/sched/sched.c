@@ -749,6 +749,8 @@ static void commit_start(struct cyc *c, size_t ji, const struct sched_alloc *a, 
 	st->job = ji;
 	st->job_id = j->id;
 	st->planned_end = c->now + runtime;
+	if (j->array_throttle > 0)
+		sched__array_started(c, j);
 	st->nalloc = na;
 	st->alloc = copy_alloc(d, a, na);
 	for (size_t k = 0; k < na; k++) {
@@ -1034,6 +1036,13 @@ static bool admissible(struct cyc *c, size_t ji, const struct req *q, int *qmax,
 	if (pj->held) {
 		c->pv_reason = SCHED_REASON_HELD;
 		snprintf(c->pv_msg, sizeof(c->pv_msg), "held by a user or an administrator");
+		return false;
+	}
+	int arr_running = 0;
+	if (pj->array_throttle > 0 && !sched__array_admit(c, pj, &arr_running)) { /* sched_array.c */
+		c->pv_reason = SCHED_REASON_ARRAY_TASK_LIMIT;
+		snprintf(c->pv_msg, sizeof(c->pv_msg), "array %lld runs %d tasks, at most %d at once",
+		         (long long)pj->array_job_id, arr_running, pj->array_throttle);
 		return false;
 	}
 	if (ds == 1) {
@@ -1361,6 +1370,7 @@ static int cycle(const struct sched_snapshot *s, struct sched_decisions *out, co
 	if (probe)
 		answer_probe(&c, probe, probe_start, probe_reason, probe_msg);
 out:
+	sched__array_free(&c);
 	teardown(&c);
 	return ret;
 }

@@ -104,6 +104,7 @@ struct sched_run {
 	int64_t predicted_end;  /* 0 = none; used for planning when settings.predict */
 	int64_t grace;          /* seconds between SIGTERM and SIGKILL when stopped */
 	int min_nodes;          /* elastic runs: may shrink to this many nodes; 0 = not elastic */
+	int64_t array_job_id;   /* its job's array (first task's id); 0 = not an array */
 	size_t nalloc;
 	const struct sched_alloc *alloc; /* borrowed; rank order */
 };
@@ -141,6 +142,8 @@ struct sched_job {
 	bool held;
 	size_t ndeps;
 	const struct sched_dep *deps; /* borrowed */
+	int64_t array_job_id;   /* job arrays: the array (first task's id); 0 = not an array */
+	int array_throttle;     /* at most this many live runs of the array at once; 0 = no limit */
 };
 
 /*
@@ -232,7 +235,8 @@ struct sched_snapshot {
 	X(RESERVATION,              "Reservation")                                      \
 	X(HELD,                     "Held")                                             \
 	X(NODES_UNHEALTHY,          "NodesUnhealthy")                                   \
-	X(PREEMPTING,               "Preempting")
+	X(PREEMPTING,               "Preempting")                                       \
+	X(ARRAY_TASK_LIMIT,         "JobArrayTaskLimit")
 
 enum sched_reason {
 #define SCHED__REASON_ENUM(name, str) SCHED_REASON_##name,

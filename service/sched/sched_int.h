@@ -272,6 +272,9 @@ struct cyc {
 	enum sched_reason pv_reason;
 	char pv_msg[160];
 	struct qstate *quota;           /* sched_quota.c; NULL: no max_gpus or per-model quota anywhere */
+	struct sched__arr *arr;         /* sched_array.c: live runs per job array, built on first use */
+	size_t narr;
+	bool arr_built;
 };
 
 enum place_mode { PLACE_NOW, PLACE_LATER };
@@ -351,6 +354,13 @@ size_t sched__place_flat(struct cyc *c, const struct req *q, int64_t t0, int64_t
                          struct sched_alloc *out);
 int64_t sched__earliest_flat(struct cyc *c, const struct req *q, int64_t rt, struct sched_alloc *out, size_t *na);
 void sched__run_gpus(struct cyc *c);
+
+/* sched_array.c: the %K throttle of job arrays. admit: whether job j (an
+ * array task with a throttle) may start, with the array's live runs in
+ * *running; started: counts a start of j; free: at the end of the cycle. */
+bool sched__array_admit(struct cyc *c, const struct sched_job *j, int *running);
+void sched__array_started(struct cyc *c, const struct sched_job *j);
+void sched__array_free(struct cyc *c);
 int sched__leaf_cmp(const void *a, const void *b);
 uint64_t sched__take_bits(uint64_t pref, uint64_t all, int g);
 bool sched__cache_get(struct ctab *t, int kind, const struct req *q, int64_t *value);

@@ -82,7 +82,7 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 	struct sched_decisions local;
 	struct sched_decisions *dec = o->keep ? &o->keep->dec : &local;
 	struct scheduler_decisions out = { 0 };
-	int down = 0, timeouts = 0, expired = 0, ended = 0, running = 0, started = 0;
+	int down = 0, timeouts = 0, expired = 0, ended = 0, running = 0, started = 0, due = 0;
 	double t0 = scheduler_now_ms(), t1, t2, t3;
 	int ret;
 
@@ -102,11 +102,13 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 		ret = store_sched_finish_runs(c, set.half_life, &ended, err);
 	if (!ret && (o->time_work || !o->full))
 		ret = store_sched_sync_running(c, &running, err);
+	if (!ret && (o->time_work || !o->full))
+		ret = store_sched_begin_due(c, &due, err); /* --begin: a full cycle when one is due */
 	if (ret)
 		goto out_rollback;
 	if (did_full)
 		*did_full = false;
-	if (!o->full && !(down || timeouts || expired || ended || running)) {
+	if (!o->full && !(down || timeouts || expired || ended || running || due)) {
 		/* A quiet tick: nothing to decide. Skipping the snapshot keeps an
 		 * idle 10k-node cluster from reloading it every second. */
 		ret = store_sched_cycle_commit(c, epoch, err);

@@ -81,6 +81,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		require(ret == MU_EJSON || ret == MU_EUTF8 || ret == MU_ERANGE, "parse code");
 		goto out;
 	}
+	{ /* a PATCH /v1/jobs/{id} body: 0 or a 400-class code */
+		struct store_job_patch p;
+
+		ret = codec_job_decode_patch(v, &a, &p, &err);
+		require(ret == 0 || (ret <= MU_EINVAL && ret >= MU_EMISSING), "patch decode code");
+		mu_error_clear(&err);
+	}
 	ret = codec_job_decode(v, &a, size & 1 ? "jobs.7." : "", &j, &err);
 	if (ret < 0) {
 		require(ret <= MU_EINVAL && ret >= MU_EMISSING, "decode code");

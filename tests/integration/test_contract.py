@@ -496,6 +496,57 @@ def test_history(c):
     cc('GET', '/v1/history', token='', expect=401)
 
 
+def test_jobs_control(c):
+    """hold, release, requeue and PATCH (docs/api.md "Changing jobs"), with ETag / If-Match."""
+    need('holdJob', 'releaseJob', 'requeueJob', 'updateJob')
+    cc = client(c)
+    st, h, b = cc('POST', '/v1/jobs', job_body(tenant='vision', hold=True,
+                                               begin='2030-01-31T08:00:00Z'), expect=201)
+    j = b['id']
+    check_eq((b['held'], b['pending_reason'], b['begin']), (True, 'Held', '2030-01-31T08:00:00.000Z'))
+    etag = h.get('etag')
+    cc('POST', '/v1/jobs', job_body(tenant='vision', begin='soon'), expect=400)
+    st, h, b = cc('PATCH', '/v1/jobs/%d' % j, {'time_limit': '2:00:00', 'labels': {'stage': 'eval'}},
+                  headers={'If-Match': etag}, expect=200)
+    check_eq(b['time_limit'], 7200)
+    cc('PATCH', '/v1/jobs/%d' % j, {'time_limit': 60}, headers={'If-Match': etag}, expect=412,
+       what='stale version')
+    cc('PATCH', '/v1/jobs/%d' % j, {'nodes': 0}, expect=400)
+    cc('PATCH', '/v1/jobs/%d' % j, {'time_limit': 60}, token=S.get('other') or '', expect=(404, 401))
+    cc('PATCH', '/v1/jobs/999999', {'time_limit': 60}, expect=404)
+    st, _, b = cc('POST', '/v1/jobs/%d/hold' % j, expect=200)
+    st, _, b = cc('POST', '/v1/jobs/%d/release' % j, expect=200)
+    check_eq((b['held'], b['pending_reason']), (False, 'BeginTime'))
+    cc('POST', '/v1/jobs/%d/hold' % j, headers={'If-Match': etag}, expect=412)
+    cc('POST', '/v1/jobs/%d/release' % j, headers={'If-Match': etag}, expect=412)
+    cc('POST', '/v1/jobs/%d/requeue' % j, expect=409, what='pending')
+    cc('POST', '/v1/jobs/999999/hold', expect=404)
+    cc('POST', '/v1/jobs/999999/release', expect=404)
+    cc('POST', '/v1/jobs/999999/requeue', expect=404)
+    # a running job (the scheduler is played here: a run row, as test_running_job does)
+    c.sql("UPDATE jobs SET state = 'RUNNING', started_at = now() WHERE id = $1;"
+          " INSERT INTO runs (job_id, attempt, epoch, nodes, gpus_per_node, time_limit, state)"
+          " VALUES ($1::bigint, 1, 1, 1, 1, 60, 'RUNNING')", j)
+    st, h, b = cc('POST', '/v1/jobs/%d/requeue' % j, expect=200)
+    check_eq(c.sql_value("SELECT stop_reason FROM runs WHERE job_id = $1 AND live", j), 'requeue')
+    cc('PATCH', '/v1/jobs/%d' % j, {'time_limit': 60}, expect=409, what='not pending')
+    cc('POST', '/v1/jobs/%d/hold' % j, expect=409, what='running')
+    cc('POST', '/v1/jobs/%d/cancel' % j, expect=200)
+
+
+def test_settings(c):
+    need('getSettings', 'updateSettings')
+    cc = client(c)
+    st, _, b = cc('GET', '/v1/settings', expect=200)
+    cc('GET', '/v1/settings', token='', expect=401)
+    cc('PATCH', '/v1/settings', {'reservation_depth': 2}, expect=200)
+    cc('PATCH', '/v1/settings', {'reservation_depth': -2}, expect=400)
+    cc('PATCH', '/v1/settings', {'nope': 1}, expect=400)
+    if S.get('vision'):
+        cc('PATCH', '/v1/settings', {'reservation_depth': 2}, token=S['vision'], expect=403)
+    cc('PATCH', '/v1/settings', {'reservation_depth': b.get('reservation_depth', 1)}, expect=200)
+
+
 def test_zz_every_routed_operation_answered(c):
     cc = client(c)
     missing = []

@@ -31,7 +31,7 @@ static void dependency_syntax(void **state)
 {
 	static const char *const bad[] = {
 		"",         "afterok",       "afterok:",          "afterok:1:",     "afterok::1",
-		":1",       "after:1",       "singleton",         "aftercorr:1",    "afterok:1?afterany:2",
+		":1",       "after:1",       "singleton:1",       "aftercorr:1",    "afterok:1?afterany:2",
 		"afterok:1+5", "afterok:abc", "afterok:0",        ",afterok:1",     "afterok:1,",
 		"afterok:1,,afterany:2",     "afterok:-1",        "afterok:99999999999999999999",
 		"AFTEROK:1", "afterok:1 ",   "afterok:0x10",
@@ -64,6 +64,13 @@ static void dependency_syntax(void **state)
 	assert_non_null(strstr(err.msg, "any of"));
 	assert_int_equal(cli_parse_dependency("singleton:1", deps, &err), MU_EINVAL);
 	assert_non_null(strstr(err.msg, "singleton"));
+	json_decref(deps);
+	/* singleton names no job (Slurm's --dependency=singleton) */
+	deps = json_array();
+	assert_int_equal(cli_parse_dependency("singleton,afterok:4", deps, &err), 0);
+	s = dump(deps);
+	assert_string_equal(s, "[{\"type\":\"singleton\"},{\"job_id\":4,\"type\":\"afterok\"}]");
+	mu_free(s);
 	json_decref(deps);
 }
 

@@ -340,6 +340,10 @@ static void parse_job(struct sched_job *j, struct sched_dep *deps, char *model, 
 			j->predicted_runtime = num(v);
 		else if (strcmp(k, "held") == 0)
 			j->held = parse_bool(v);
+		else if (strcmp(k, "array") == 0)
+			j->array_job_id = num(v);
+		else if (strcmp(k, "throttle") == 0)
+			j->array_throttle = (int)num(v);
 		else if (strcmp(k, "deps") == 0) {
 			j->ndeps = parse_deps(v, deps);
 			j->deps = deps;
@@ -551,6 +555,17 @@ static void check_rules(void)
 				fail("rule: job %" PRId64 " started before dependency %" PRId64 " ended", j->id, j->deps[d].job_id);
 		if (j->held)
 			fail("rule: held job %" PRId64 " started", j->id);
+		if (j->array_throttle > 0) { /* never more than K live runs of an array */
+			long long live = 0;
+
+			for (size_t ri = 0; ri < nruns; ri++)
+				live += runs[ri].array_job_id == j->array_job_id;
+			for (size_t o = 0; o < dec.nstarts; o++)
+				live += jobs[dec.starts[o].job].array_job_id == j->array_job_id;
+			if (live > j->array_throttle)
+				fail("rule: array %" PRId64 " has %lld live runs, throttle %d", j->array_job_id, live,
+				     j->array_throttle);
+		}
 	}
 	for (size_t t = 0; t < ntenants; t++) {
 		/* runs already over a quota are the snapshot's business; only growth is checked */
@@ -1108,6 +1123,8 @@ int main(int argc, char **argv)
 					r->grace = num(v);
 				else if (strcmp(w[i], "min_nodes") == 0)
 					r->min_nodes = (int)num(v);
+				else if (strcmp(w[i], "array") == 0)
+					r->array_job_id = num(v);
 				else if (strcmp(w[i], "alloc") == 0) {
 					r->nalloc = alloc_list(v, run_alloc[nruns], 64);
 					r->alloc = run_alloc[nruns];

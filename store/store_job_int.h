@@ -1,0 +1,41 @@
+/*
+ * store_job_int.h - what store_job.c shares with store_jobctl.c: the job
+ * columns every job query reads and their row decoder. Internal to store/.
+ */
+#ifndef STORE_JOB_INT_H
+#define STORE_JOB_INT_H
+
+#include <libpq-fe.h>
+
+#include "store_job.h"
+
+#define TS(col) "to_char((" col ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
+#define JOB_COLS                                                                                   \
+	"j.id, j.state, t.name, j.user_name, j.name, pc.name, j.nodes, coalesce(j.min_nodes, 0),"   \
+	" j.gpus_per_node, j.gpu_model, j.procs_per_node, j.topology_required,"                     \
+	" j.topology_preferred, j.time_limit, j.command::text, j.env::text, j.labels::text,"         \
+	" j.dependencies::text, j.workdir, j.max_retries, j.retries, j.pending_reason,"              \
+	" j.pending_message, " TS("j.planned_start") ", j.exit_code, j.end_reason, "                 \
+	TS("j.created_at") ", " TS("j.started_at") ", " TS("j.ended_at") ", t.path,"               \
+	" coalesce(j.mem_per_node, 0), coalesce(j.cpus_per_node, 0)," LAUNCH_COLS ","                \
+	" j.stdout_pattern, j.stderr_pattern, j.held, " TS("j.begin_at") ","                          \
+	" (extract(epoch FROM j.updated_at) * 1000000)::bigint, coalesce(j.array_job_id, 0),"          \
+	" coalesce(j.array_task_id, 0), j.array_spec, j.array_throttle"
+/* jobs.launch (migration 110), one field each */
+#define LAUNCH_COLS                                                                                \
+	" coalesce(j.launch->>'launcher', 'none'), coalesce(j.launch->>'on_shrink', 'restart'),"    \
+	" coalesce(j.launch#>>'{signal,name}', ''),"                                                 \
+	" coalesce((j.launch#>>'{signal,before}')::bigint, 0),"                                      \
+	" coalesce((j.launch#>>'{signal,batch_only}')::boolean, false)"
+#define JOB_NCOLS 46
+#define JOB_FROM                                                                                   \
+	" FROM jobs j JOIN tenants t ON t.id = j.tenant_id"                                         \
+	" JOIN priority_classes pc ON pc.id = j.priority_class_id"
+#define IN_SCOPE(p) "(" p "::text IS NULL OR t.path = " p " OR starts_with(t.path, " p " || '/'))"
+
+
+/* Reads JOB_COLS of row `row` starting at column `b` into *j (strings in a). */
+void store__job_row(struct mu_arena *a, const PGresult *r, int row, int b, struct store_job *j);
+
+#endif
