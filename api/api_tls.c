@@ -29,7 +29,7 @@
 #define PEM_MAX (1 << 20)
 
 
-static const h2o_iovec_t http1_alpn[] = { { H2O_STRLIT("http/1.1") }, { NULL } };
+static const h2o_iovec_t http1_alpn[] = { { H2O_STRLIT("http/1.1") }, { NULL, 0 } };
 static struct {
 	pthread_mutex_t mu;
 	char *cert_file, *key_file, *ca_file; /* configuration (ca_file NULL = none) */

@@ -52,7 +52,7 @@ void mu_hostlist_compress(const char *const *names, size_t n, struct mu_buf *out
 
 	mu_buf_adds(out, "");
 	while (i < n) {
-		struct part p, q;
+		struct part p = { 0 }, q = { 0 };
 		size_t j;
 
 		if (i)
@@ -72,7 +72,7 @@ void mu_hostlist_compress(const char *const *names, size_t n, struct mu_buf *out
 		mu_buf_addc(out, '[');
 		/* ranges of consecutive ascending numbers, in input order */
 		for (size_t k = i; k < j;) {
-			struct part a, b;
+			struct part a = { 0 }, b = { 0 };
 			size_t m = k;
 
 			split(names[k], &a);

@@ -187,7 +187,7 @@ static int gpus_typed(struct mu_sbatch *sb, const char *opt, const char *v, int 
 		      struct mu_error *err)
 {
 	const char *colon = strrchr(v, ':');
-	long long n;
+	long long n = 0;
 	int ret;
 
 	if ((ret = int_opt(opt, colon ? colon + 1 : v, 0, 64, &n, line, err)) < 0)
@@ -251,7 +251,7 @@ static int ap_gres(struct mu_sbatch *sb, const char *opt, const char *v, int lin
 static int ap_ntasks_per_node(struct mu_sbatch *sb, const char *opt, const char *v, int line,
 			      struct mu_error *err)
 {
-	long long n;
+	long long n = 0;
 	int ret = int_opt(opt, v, 1, 1024, &n, line, err);
 
 	if (ret == 0) {
@@ -264,7 +264,7 @@ static int ap_ntasks_per_node(struct mu_sbatch *sb, const char *opt, const char 
 static int ap_ntasks(struct mu_sbatch *sb, const char *opt, const char *v, int line,
 		     struct mu_error *err)
 {
-	long long n;
+	long long n = 0;
 	int ret = int_opt(opt, v, 1, 1024 * 10000, &n, line, err);
 
 	if (ret == 0)
@@ -275,7 +275,7 @@ static int ap_ntasks(struct mu_sbatch *sb, const char *opt, const char *v, int l
 static int ap_gpus(struct mu_sbatch *sb, const char *opt, const char *v, int line,
 		   struct mu_error *err)
 {
-	long long n;
+	long long n = 0;
 	const char *colon = strrchr(v, ':');
 	int ret = int_opt(opt, colon ? colon + 1 : v, 0, 64 * 10000, &n, line, err);
 
