@@ -84,6 +84,30 @@ static void add_pg_text(struct mu_buf *b, const char *s)
 	mu_buf_addc(b, '"');
 }
 
+/* A PostgreSQL array literal of texts / of integers ("{...}"), for $N::text[]
+ * and $N::bigint[] parameters. */
+static void pg_text_array(struct mu_buf *b, const char *const *v, size_t n)
+{
+	mu_buf_addc(b, '{');
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			mu_buf_addc(b, ',');
+		add_pg_text(b, v[i]);
+	}
+	mu_buf_addc(b, '}');
+}
+
+static void pg_int_array(struct mu_buf *b, const int64_t *v, size_t n)
+{
+	mu_buf_addc(b, '{');
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			mu_buf_addc(b, ',');
+		mu_buf_add_int(b, v[i]);
+	}
+	mu_buf_addc(b, '}');
+}
+
 static double mono_ms(void)
 {
 	struct timespec ts;
@@ -1137,15 +1161,8 @@ int store_job_list(PGconn *c, struct mu_arena *a, const char *scope,
 	memset(out, 0, sizeof(*out));
 	snprintf(after, sizeof(after), "%lld", (long long)f->after_id);
 	snprintf(lim, sizeof(lim), "%d", f->limit + 1);
-	if (f->nstates) {
-		mu_buf_addc(&states, '{');
-		for (size_t i = 0; i < f->nstates; i++) {
-			if (i)
-				mu_buf_addc(&states, ',');
-			add_pg_text(&states, f->states[i]);
-		}
-		mu_buf_addc(&states, '}');
-	}
+	if (f->nstates)
+		pg_text_array(&states, f->states, f->nstates);
 	p[0] = after;
 	p[1] = scope;
 	p[2] = f->nstates ? states.p : NULL;
@@ -1324,13 +1341,7 @@ int store_job_check(PGconn *c, struct mu_arena *a, const char *scope, struct sto
 	j->tenant_path = mu_arena_strdup(a, j->tenant_path);
 	j->priority_class = mu_arena_strdup(a, j->priority_class);
 	if (j->ndeps) {
-		mu_buf_addc(&ids, '{');
-		for (size_t d = 0; d < j->ndeps; d++) {
-			if (d)
-				mu_buf_addc(&ids, ',');
-			mu_buf_add_int(&ids, j->dep_ids[d]);
-		}
-		mu_buf_addc(&ids, '}');
+		pg_int_array(&ids, j->dep_ids, j->ndeps);
 		p[0] = ids.p;
 		ret = store_db_exec(c, "SELECT id, state, coalesce(exit_code, -1) FROM jobs WHERE id = ANY($1::bigint[])",
 				    1, p, &r, err);
@@ -1393,21 +1404,10 @@ int store_job_history(PGconn *c, struct mu_arena *a, const char *scope,
 	snprintf(aus, sizeof(aus), "%lld", (long long)(f->after_us ? f->after_us : -62135596800000000LL));
 	snprintf(aid, sizeof(aid), "%lld", (long long)f->after_id);
 	snprintf(lim, sizeof(lim), "%d", f->limit + 1);
-	if (f->nstates) {
-		mu_buf_addc(&states, '{');
-		for (size_t i = 0; i < f->nstates; i++) {
-			if (i)
-				mu_buf_addc(&states, ',');
-			add_pg_text(&states, f->states[i]);
-		}
-		mu_buf_addc(&states, '}');
-	}
-	if (f->nids) {
-		mu_buf_addc(&ids, '{');
-		for (size_t i = 0; i < f->nids; i++)
-			mu_buf_addf(&ids, "%s%lld", i ? "," : "", (long long)f->ids[i]);
-		mu_buf_addc(&ids, '}');
-	}
+	if (f->nstates)
+		pg_text_array(&states, f->states, f->nstates);
+	if (f->nids)
+		pg_int_array(&ids, f->ids, f->nids);
 	p[0] = start;
 	p[1] = end;
 	p[2] = aus;
