@@ -182,9 +182,22 @@ def test_big_env_refused_node_keeps_working(c):
     check_eq(st, 400, b)
     check_eq(b.get("field"), "jobs.1.env", b)
     check("job_spec_max_bytes" in b.get("detail", ""), b)
-    # a single 4.5 MB job is over the body limit already; 100 kB is over the cap
-    st, _, b = c.api("POST", "/v1/jobs", body(big), token=S["user"])
-    check(st in (400, 413), st, b)
+    # a single 4.5 MB job is over the body limit already: muster-api answers
+    # 413 from the headers and closes, so a client still sending the body may
+    # see its pipe broken before it reads the answer (the answer is checked
+    # from the headers alone); 100 kB is over the cap
+    try:
+        st, _, b = c.api("POST", "/v1/jobs", body(big), token=S["user"])
+        check(st in (400, 413), st, b)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    import socket
+    with socket.create_connection(("127.0.0.1", c.http_port), timeout=10) as s:
+        s.sendall(("POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                   "Content-Type: application/json\r\nContent-Length: 4608000\r\n\r\n"
+                   % S["user"]).encode())
+        head = s.recv(4096).decode("latin-1")
+    check(head.startswith("HTTP/1.1 413"), head[:200])
     st, _, b = c.api("POST", "/v1/jobs", body({"V%d" % i: "x" * 5000 for i in range(20)}), token=S["user"])
     check_eq(st, 400, b)
     check_eq(b.get("field"), "env", b)
