@@ -90,7 +90,9 @@ static void submit_path(const Muster__V1__SubmitJobRequest *r)
 		require(j.nodes >= 1 && j.nodes <= 10000, "nodes in range");
 		require(j.gpus_per_node >= 0 && j.gpus_per_node <= 64, "gpus_per_node in range");
 		require(j.command && j.command[0] == '[', "command is an array");
-		require(r->job->n_command >= 1, "a job needs a command");
+		/* a script makes the command itself (codec_script.c) */
+		require(r->job->n_command >= 1 || (r->job->script && r->job->script[0]),
+			"a job needs a command or a script");
 	} else {
 		require(ret < 0 && err.code == ret && err.msg[0], "errors carry code and message");
 	}
