@@ -229,7 +229,12 @@ def test_unauthenticated_60mib_bodies_keep_rss_small(c):
     check_eq(c.api("GET", "/healthz", token="")[0], 200)
     grown = rss_kib(pid, "VmHWM") - base
     print("peak RSS grew by %d KiB" % grown)
-    check(grown < 32 * 1024, "peak RSS grew by %d KiB" % grown)
+    # Under AddressSanitizer freed memory sits in its quarantine (256 MiB by
+    # default) instead of being reused, so peak RSS measures ASan, not
+    # muster-api: there the bound is ASan's quarantine on top of ours.
+    asan = b"__asan_init" in open(harness.binary("muster-api"), "rb").read()
+    bound = 32 * 1024 + (256 * 1024 if asan else 0)
+    check(grown < bound, "peak RSS grew by %d KiB (bound %d KiB)" % (grown, bound))
 
 
 def test_auth_failures_are_cached_and_rate_limited(c):
