@@ -45,6 +45,27 @@ static int jmap(json_t *o, const char *key, void **entries, size_t n, struct mu_
 	return ret;
 }
 
+
+/* dependencies[] as the REST body has them (singleton names no job_id). */
+static int jdeps(json_t *o, Muster__V1__Dependency *const *deps, size_t n, struct mu_error *err)
+{
+	json_t *arr = json_array();
+	int ret = 0;
+
+	for (size_t i = 0; i < n && ret == 0; i++) {
+		const Muster__V1__Dependency *d = deps[i];
+		json_t *dj = json_object();
+		char field[48];
+
+		snprintf(field, sizeof(field), "dependencies.%zu.type", i);
+		ret = jstr(dj, "type", d->type ? d->type : "", field, err);
+		if (d->job_id || !d->type || strcmp(d->type, "singleton"))
+			json_object_set_new(dj, "job_id", json_integer(d->job_id));
+		json_array_append_new(arr, dj);
+	}
+	json_object_set_new(o, "dependencies", arr);
+	return ret;
+}
 json_t *grpc_codec_spec_json(const Muster__V1__JobSpec *s, struct mu_error *err)
 {
 	json_t *o = json_object(), *arr;
@@ -131,21 +152,8 @@ json_t *grpc_codec_spec_json(const Muster__V1__JobSpec *s, struct mu_error *err)
 		ret = jmap(o, "env", (void **)s->env, s->n_env, err);
 	if (ret == 0)
 		ret = jmap(o, "labels", (void **)s->labels, s->n_labels, err);
-	if (ret == 0 && s->n_dependencies) {
-		arr = json_array();
-		for (size_t i = 0; i < s->n_dependencies && ret == 0; i++) {
-			const Muster__V1__Dependency *d = s->dependencies[i];
-			json_t *dj = json_object();
-			char field[48];
-
-			snprintf(field, sizeof(field), "dependencies.%zu.type", i);
-			ret = jstr(dj, "type", d->type ? d->type : "", field, err);
-			if (d->job_id || !d->type || strcmp(d->type, "singleton"))
-				json_object_set_new(dj, "job_id", json_integer(d->job_id));
-			json_array_append_new(arr, dj);
-		}
-		json_object_set_new(o, "dependencies", arr);
-	}
+	if (ret == 0 && s->n_dependencies)
+		ret = jdeps(o, s->dependencies, s->n_dependencies, err);
 	STR("workdir", s->workdir);
 	INT("max_retries", s->max_retries);
 	if (s->hold)
@@ -308,7 +316,6 @@ json_t *grpc_codec_job_patch_json(const Muster__V1__UpdateJobRequest *r, struct 
 
 	for (size_t m = 0; m < r->n_update_mask && ret == 0; m++) {
 		int k = mask_path(r->update_mask[m], names, "Update", err);
-		json_t *arr;
 
 		if (k < 0) {
 			ret = k;
@@ -322,21 +329,7 @@ json_t *grpc_codec_job_patch_json(const Muster__V1__UpdateJobRequest *r, struct 
 			json_object_set_new(o, "min_nodes", p->min_nodes ? json_integer(p->min_nodes) : json_null());
 			break;
 		case 4: json_object_set_new(o, "gpus_per_node", json_integer(p->gpus_per_node)); break;
-		case 5:
-			arr = json_array();
-			for (size_t i = 0; i < p->n_dependencies && ret == 0; i++) {
-				const Muster__V1__Dependency *d = p->dependencies[i];
-				json_t *dj = json_object();
-				char field[48];
-
-				snprintf(field, sizeof(field), "dependencies.%zu.type", i);
-				ret = jstr(dj, "type", d->type ? d->type : "", field, err);
-				if (d->job_id || !d->type || strcmp(d->type, "singleton"))
-					json_object_set_new(dj, "job_id", json_integer(d->job_id));
-				json_array_append_new(arr, dj);
-			}
-			json_object_set_new(o, "dependencies", arr);
-			break;
+		case 5: ret = jdeps(o, p->dependencies, p->n_dependencies, err); break;
 		case 6:
 			if (p->n_labels)
 				ret = jmap(o, "labels", (void **)p->labels, p->n_labels, err);
