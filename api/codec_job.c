@@ -838,6 +838,40 @@ void codec_job_encode(const struct store_job *j, struct mu_buf *b)
 	mu_buf_addc(b, '}');
 }
 
+void codec_job_problem_field(const struct admit_problem *pb, bool batch, struct mu_error *err)
+{
+	/* indexed by enum admit_col */
+	static const char *const names[ADMIT_NCOLS] = {
+		[ADMIT_COL_NONE] = "",
+		[ADMIT_COL_TENANT] = "tenant",
+		[ADMIT_COL_PRIORITY_CLASS] = "priority_class",
+		[ADMIT_COL_TIME_LIMIT] = "time_limit",
+		[ADMIT_COL_TOPO_REQUIRED] = "topology.required",
+		[ADMIT_COL_TOPO_PREFERRED] = "topology.preferred",
+		[ADMIT_COL_COMMAND] = "command",
+		[ADMIT_COL_ENV] = "env",
+		[ADMIT_COL_WORKDIR] = "workdir",
+		[ADMIT_COL_DEPENDENCY] = "dependencies.%zu.job_id",
+		[ADMIT_COL_DEPENDENCIES] = "dependencies",
+	};
+	char name[64];
+
+	if (!pb->set)
+		return;
+	if (pb->col == ADMIT_COL_NONE || (unsigned)pb->col >= ADMIT_NCOLS) {
+		err->field[0] = '\0';
+		return;
+	}
+	if (pb->col == ADMIT_COL_DEPENDENCY)
+		snprintf(name, sizeof(name), names[ADMIT_COL_DEPENDENCY], pb->sub);
+	else
+		snprintf(name, sizeof(name), "%s", names[pb->col]);
+	if (batch)
+		snprintf(err->field, sizeof(err->field), "jobs.%zu.%s", pb->job, name);
+	else
+		snprintf(err->field, sizeof(err->field), "%s", name);
+}
+
 void codec_job_redact_env(struct store_job *job, struct mu_arena *a)
 {
 	json_t *o = job->env ? json_loads(job->env, JSON_DECODE_ANY, NULL) : NULL;

@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "admit.h"
 #include "alloc.h"
 #include "buf.h"
 #include "error.h"
@@ -57,6 +58,15 @@ int codec_job_parse_rfc3339(const char *s, int64_t *out) __attribute__((warn_unu
  */
 int codec_job_expand_array(const struct store_job *job, struct mu_arena *a, struct store_job **out,
 			   size_t *n, struct mu_error *err) __attribute__((warn_unused_result));
+
+/*
+ * The one map from an admission problem's (job index, column) (admit.h, as
+ * the store reports it) to the API's field name, for REST and gRPC alike:
+ * "time_limit", "dependencies.2.job_id"; in a batch "jobs.N.time_limit",
+ * and "jobs.N" for a problem about the job as a whole. Writes err->field
+ * when pb->set; a problem about the whole request (the quota) names none.
+ */
+void codec_job_problem_field(const struct admit_problem *pb, bool batch, struct mu_error *err);
 
 /* Appends the job object as JSON text (runs/events too when set). */
 void codec_job_encode(const struct store_job *job, struct mu_buf *out);

@@ -78,6 +78,7 @@ static int ctl_run(struct pg_conn *db, struct rest_req *rq, void *arg)
 {
 	struct ctl *c = arg;
 	struct store_job job;
+	struct admit_problem pb = { 0 };
 	char who[96];
 	int ret;
 
@@ -87,14 +88,16 @@ static int ctl_run(struct pg_conn *db, struct rest_req *rq, void *arg)
 		snprintf(who, sizeof(who), "token:%lld", (long long)rq->who.token_id);
 	if (c->patch)
 		ret = store_job_update(db, rq->arena, rest_scope_path(rq), c->id, &c->p, c->if_match, who,
-				       &job, &rq->err);
+				       &job, &pb, &rq->err);
 	else
 		ret = store_job_control(db, rq->arena, rest_scope_path(rq), c->id, c->op, c->if_match,
 					who, &job, &rq->err);
 	json_decref(c->body);
 	c->body = NULL;
-	if (ret < 0)
+	if (ret < 0) {
+		codec_job_problem_field(&pb, false, &rq->err);
 		return ret;
+	}
 	reply(rq, &job);
 	return 0;
 }

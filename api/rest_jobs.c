@@ -108,6 +108,7 @@ static void submit_group(PGconn *db, struct store_work **items, size_t n)
 
 		items[i]->rc = subs[i]->rc < 0 ? subs[i]->rc : 0;
 		if (subs[i]->rc < 0) {
+			codec_job_problem_field(&subs[i]->problem, subs[i]->batch, &subs[i]->err);
 			items[i]->err = subs[i]->err;
 			rq->err = subs[i]->err;
 		} else if (!subs[i]->replied) {

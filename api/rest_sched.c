@@ -273,10 +273,14 @@ static int dryrun_db(PGconn *db, struct rest_req *rq, void *arg)
 	char when[40];
 	json_t *o;
 	/* The same checks, problem codes and field names as a submit's. */
-	int ret = store_job_check(db, rq->arena, rest_scope_path(rq), j, &tenant_id, &class_id, &states, &rq->err);
+	struct admit_problem pb = { 0 };
+	int ret = store_job_check(db, rq->arena, rest_scope_path(rq), j, &tenant_id, &class_id, &states,
+				  &pb, &rq->err);
 
-	if (ret < 0)
+	if (ret < 0) {
+		codec_job_problem_field(&pb, false, &rq->err);
 		return ret;
+	}
 	pthread_once(&dryrun_plan_once, dryrun_plan_init);
 	ret = plan_dry_run(dryrun_plan, db, j, tenant_id, class_id, states, &ans, &rq->err);
 	if (ret < 0)

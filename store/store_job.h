@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "admit.h"
 #include "alloc.h"
 #include "db.h"
 #include "error.h"
@@ -98,13 +99,13 @@ struct store_job {
  * nothing). Requests are written in groups: store_job_submit_group takes
  * any number of them and writes all the valid ones in ONE transaction
  * (one COPY), then sets each one's `rc`. A bad request fails
- * alone (its rc < 0, err filled, field "jobs.N.x" for batches); the others
+ * alone (its rc < 0, err filled; an admission problem also in `problem`); the others
  * commit. Nothing is answered before COMMIT returned.
  */
 struct store_job_submit {
 	struct store_job *jobs;     /* in: n jobs; out: filled (id, created_at, ...) */
 	size_t n;
-	bool batch;                 /* field names get "jobs.N." */
+	bool batch;                 /* many jobs (POST /v1/jobs/batch) */
 	const char *scope;          /* caller's subtree path, NULL = all */
 	const char *idem_key;       /* Idempotency-Key or NULL (single submits only) */
 	const char *request_sha256; /* hex digest of the body when idem_key is set */
@@ -136,6 +137,10 @@ struct store_job_submit {
 	int rc;
 	bool replayed;              /* idempotent retry: jobs[0] is the original */
 	struct mu_error err;
+	/* set when an admission check (admit.h) failed: the (job, column) it
+	 * is about; err.field is then "" and the API names the field
+	 * (codec_job_problem_field) */
+	struct admit_problem problem;
 };
 
 /* Writes the group; every reqs[i]->rc is set. Returns 0 when the
@@ -189,16 +194,16 @@ struct store_job_depstate {
 /*
  * The checks a submit applies to one job, without writing anything (what
  * POST /v1/jobs/dry-run asks): the same tenant, scope, size, topology,
- * priority class, time limit and dependency checks, with the same problem
- * codes and field names as store_job_submit_group (the pending-jobs quota
- * is not counted). Defaults the time limit as a submit would. On success
+ * priority class, time limit and dependency checks (admit_job), with the
+ * same problem codes as store_job_submit_group (the pending-jobs quota
+ * is not counted); a failed check also fills *pb (NULL = not wanted). Defaults the time limit as a submit would. On success
  * *tenant_id and *class_id are resolved and *states (arena, j->ndeps
  * entries in order) hold the states of the jobs it depends on.
  * Returns 0 or a negative MU_E* code with err filled.
  */
 int store_job_check(PGconn *c, struct mu_arena *a, const char *scope, struct store_job *j,
 		    int64_t *tenant_id, int64_t *class_id, struct store_job_depstate **states,
-		    struct mu_error *err) __attribute__((warn_unused_result));
+		    struct admit_problem *pb, struct mu_error *err) __attribute__((warn_unused_result));
 /*
  * History (sacct, GET /v1/history): jobs that ENDED in [start_us, end_us)
  * (microseconds since the epoch; 0 = unbounded), oldest first, keyset by
@@ -258,9 +263,10 @@ int store_job_control(PGconn *c, struct mu_arena *a, const char *scope, int64_t 
 		      struct store_job *out, struct mu_error *err) __attribute__((warn_unused_result));
 
 /* A PATCH of a pending job: the fields whose has_* is set. Ranges are the
- * codec's; the store checks the time limit against the class and tenant
- * maximum (as a submit), the class and dependencies exist in scope, and
- * min_nodes <= nodes. */
+ * codec's; the store checks min_nodes <= nodes and, with admit_update (the
+ * submit's checks), the time limit against the class and tenant maximum,
+ * the class and dependencies exist in scope. An admission problem also
+ * fills *pb (NULL = not wanted) for the API to name its field. */
 struct store_job_patch {
 	bool has_time_limit;  int64_t time_limit;        /* seconds, > 0 */
 	bool has_class;       const char *priority_class;
@@ -277,6 +283,7 @@ struct store_job_patch {
 
 int store_job_update(PGconn *c, struct mu_arena *a, const char *scope, int64_t id,
 		     const struct store_job_patch *p, const int64_t *if_match, const char *who,
-		     struct store_job *out, struct mu_error *err) __attribute__((warn_unused_result));
+		     struct store_job *out, struct admit_problem *pb, struct mu_error *err)
+	__attribute__((warn_unused_result));
 
 #endif

@@ -1,15 +1,16 @@
 /*
- * store_job_int.h - what store_job.c shares with store_jobctl.c: the job
- * columns every job query reads and their row decoder. Internal to store/.
+ * store_job_int.h - what the job files of store/ (store_job*.c,
+ * store_jobctl.c) share: the job columns every job query reads and their
+ * row decoder. Internal to store/.
  */
 #ifndef STORE_JOB_INT_H
 #define STORE_JOB_INT_H
 
 #include <libpq-fe.h>
 
+#include "store_int.h"
 #include "store_job.h"
 
-#define TS(col) "to_char((" col ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
 #define JOB_COLS                                                                                   \
 	"j.id, j.state, t.name, j.user_name, j.name, pc.name, j.nodes, coalesce(j.min_nodes, 0),"   \
@@ -32,7 +33,6 @@
 #define JOB_FROM                                                                                   \
 	" FROM jobs j JOIN tenants t ON t.id = j.tenant_id"                                         \
 	" JOIN priority_classes pc ON pc.id = j.priority_class_id"
-#define IN_SCOPE(p) "(" p "::text IS NULL OR t.path = " p " OR starts_with(t.path, " p " || '/'))"
 
 
 /* Reads JOB_COLS of row `row` starting at column `b` into *j (strings in a). */

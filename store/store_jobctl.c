@@ -195,80 +195,76 @@ struct upd_arg {
 	const int64_t *if_match;
 	const char *who;
 	struct store_job *out;
+	struct admit_problem *pb;
 };
 
-/* The time limit the job would have against its (new) class and its
- * tenant's max_time_limit, as a submit checks it. */
-static int check_limits(PGconn *c, const struct upd_arg *ua, const struct locked *l,
-			const char *tid, int64_t *class_id, struct mu_error *err)
+/* The admission checks of the fields the PATCH changes (admit_update):
+ * the time limit against the (new) class's and the tenant's maximum, the
+ * class exists, every dependency names a job the caller sees and never the
+ * job itself. The facts in two set-based reads. */
+static int check_admit(PGconn *c, const struct upd_arg *ua, const struct locked *l,
+		       const char *tid, int64_t *class_id, struct mu_error *err)
 {
-	static const char sql[] =
-		"SELECT pc.id, coalesce(pc.max_time_limit, 0)::bigint,"
+	static const char class_sql[] =
+		"SELECT pc.id, pc.name, coalesce(pc.max_time_limit, 0)::bigint,"
 		"       coalesce((SELECT q.max_time_limit FROM quotas q WHERE q.tenant_id = $2::bigint"
 		"                 AND q.gpu_model = ''), 0)::bigint"
 		"  FROM priority_classes pc WHERE pc.name = $1";
+	static const char deps_sql[] =
+		"SELECT j.id, t.path FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
+		" WHERE j.id = ANY($1::bigint[])";
 	const struct store_job_patch *pt = ua->p;
 	const char *p[2] = { pt->has_class ? pt->priority_class : l->pclass, tid };
-	int64_t tl = pt->has_time_limit ? pt->time_limit : l->time_limit, cap;
+	struct admit_class pc = { 0 };
+	struct admit_tenant t = { .path = "" };
+	struct admit_facts f = { .scope = ua->scope, .classes = &pc };
+	struct admit_job j = {
+		.priority_class = p[0],
+		.time_limit = pt->has_time_limit ? pt->time_limit : l->time_limit,
+		.dep_ids = pt->dep_ids, .ndeps = pt->has_deps ? pt->ndeps : 0, .self_id = ua->id,
+	};
+	struct admit_result res;
+	struct admit_problem pb;
+	struct mu_buf ids = MU_BUF_INIT;
+	const char **paths = NULL;
 	PGresult *r = NULL;
 	int ret;
 
-	ret = store_db_exec(c, sql, 2, p, &r, err);
+	ret = store_db_exec(c, class_sql, 2, p, &r, err);
 	if (ret < 0)
 		goto out;
-	if (store_db_nrows(r) != 1) {
-		ret = mu_error_set(err, MU_ENOTFOUND, "priority_class", "no such priority class");
-		goto out;
+	if (store_db_nrows(r) == 1) {
+		*class_id = store_db_get_int64(r, 0, 0);
+		pc.name = mu_arena_strdup(ua->a, store_db_get(r, 0, 1));
+		pc.max_time = store_db_get_int64(r, 0, 2);
+		t.max_time = store_db_get_int64(r, 0, 3);
+		f.nclasses = 1;
 	}
-	*class_id = store_db_get_int64(r, 0, 0);
-	cap = store_db_get_int64(r, 0, 1);
-	if (store_db_get_int64(r, 0, 2) && (!cap || store_db_get_int64(r, 0, 2) < cap))
-		cap = store_db_get_int64(r, 0, 2);
-	if (cap && tl > cap)
-		ret = mu_error_set(err, MU_ERANGE, pt->has_time_limit ? "time_limit" : "priority_class",
-				   "time limit %lld s is over the maximum of %lld seconds", (long long)tl,
-				   (long long)cap);
+	store_db_clear(r);
+	r = NULL;
+	if (j.ndeps) {
+		store__int_array(&ids, j.dep_ids, j.ndeps);
+		p[0] = ids.p;
+		ret = store_db_exec(c, deps_sql, 1, p, &r, err);
+		if (ret < 0)
+			goto out;
+		paths = mu_arena_alloc(ua->a, sizeof(*paths) * j.ndeps);
+		for (size_t d = 0; d < j.ndeps; d++) {
+			paths[d] = NULL;
+			for (int i = 0; i < store_db_nrows(r); i++)
+				if (store_db_get_int64(r, i, 0) == j.dep_ids[d])
+					paths[d] = mu_arena_strdup(ua->a, store_db_get(r, i, 1));
+		}
+		j.dep_paths = paths;
+	}
+	if (admit_update(&f, &t, &j, pt->has_time_limit, pt->has_deps, &res, &pb) < 0) {
+		if (ua->pb)
+			*ua->pb = pb;
+		ret = mu_error_set(err, pb.code, "", "%s", pb.msg);
+	}
 out:
 	store_db_clear(r);
-	return ret;
-}
-
-/* Every dependency names a job the caller sees, and never the job itself. */
-static int check_deps(PGconn *c, const struct upd_arg *ua, struct mu_error *err)
-{
-	static const char sql[] =
-		"SELECT x.i - 1 FROM unnest($1::bigint[]) WITH ORDINALITY x(id, i)"
-		" WHERE NOT EXISTS (SELECT 1 FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
-		"   WHERE j.id = x.id AND " IN_SCOPE("$2") ") ORDER BY x.i LIMIT 1";
-	const struct store_job_patch *pt = ua->p;
-	struct mu_buf ids = MU_BUF_INIT;
-	const char *p[2];
-	int64_t bad = -1;
-	int ret;
-
-	for (size_t d = 0; d < pt->ndeps; d++) {
-		if (pt->dep_ids[d] == ua->id)
-			return mu_error_set(err, MU_EINVAL, "dependencies", "a job cannot depend on itself");
-	}
-	mu_buf_addc(&ids, '{');
-	for (size_t d = 0; d < pt->ndeps; d++) {
-		if (d)
-			mu_buf_addc(&ids, ',');
-		mu_buf_add_int(&ids, pt->dep_ids[d]);
-	}
-	mu_buf_addc(&ids, '}');
-	p[0] = ids.p;
-	p[1] = ua->scope;
-	ret = store_db_query_int64(c, sql, 2, p, &bad, err);
 	mu_buf_release(&ids);
-	if (ret == MU_ENOTFOUND) {
-		mu_error_clear(err);
-		return 0;
-	}
-	if (ret < 0)
-		return ret;
-	ret = mu_error_set(err, MU_ENOTFOUND, "", "no such job");
-	snprintf(err->field, sizeof(err->field), "dependencies.%lld.job_id", (long long)bad);
 	return ret;
 }
 
@@ -315,14 +311,9 @@ static int upd_tx(PGconn *c, void *arg, struct mu_error *err)
 		return mu_error_set(err, MU_ERANGE, pt->has_min_nodes ? "min_nodes" : "nodes",
 				    "min_nodes must not exceed nodes");
 	snprintf(tid, sizeof(tid), "%lld", (long long)l.tenant_id);
-	ret = check_limits(c, ua, &l, tid, &class_id, err);
+	ret = check_admit(c, ua, &l, tid, &class_id, err);
 	if (ret < 0)
 		return ret;
-	if (pt->has_deps) {
-		ret = check_deps(c, ua, err);
-		if (ret < 0)
-			return ret;
-	}
 	snprintf(cid, sizeof(cid), "%lld", (long long)class_id);
 	snprintf(tl, sizeof(tl), "%lld", (long long)pt->time_limit);
 	snprintf(nn, sizeof(nn), "%lld", (long long)pt->nodes);
@@ -353,9 +344,9 @@ static int upd_tx(PGconn *c, void *arg, struct mu_error *err)
 
 int store_job_update(PGconn *c, struct mu_arena *a, const char *scope, int64_t id,
 		     const struct store_job_patch *p, const int64_t *if_match, const char *who,
-		     struct store_job *out, struct mu_error *err)
+		     struct store_job *out, struct admit_problem *pb, struct mu_error *err)
 {
-	struct upd_arg ua = { a, scope, id, p, if_match, who, out };
+	struct upd_arg ua = { a, scope, id, p, if_match, who, out, pb };
 
 	return store_db_tx(c, NULL, 0, upd_tx, &ua, err);
 }

@@ -376,6 +376,7 @@ static int submit_finish(struct gcall *c, struct submit_state *st)
 	int ret = st->s.rc;
 
 	if (ret < 0) {
+		codec_job_problem_field(&st->s.problem, st->s.batch, &st->s.err);
 		c->err = st->s.err;
 	} else {
 		resp = A(&c->arena, sizeof(*resp));
@@ -544,6 +545,7 @@ static int update_run(PGconn *db, struct gcall *c)
 	struct store_job_patch p;
 	const int64_t *im;
 	struct store_job job;
+	struct admit_problem pb = { 0 };
 	json_t *body = NULL;
 	char who[64];
 	int64_t v = 0;
@@ -561,9 +563,11 @@ static int update_run(PGconn *db, struct gcall *c)
 	if (ret < 0)
 		goto out;
 	snprintf(who, sizeof(who), "token:%lld", (long long)c->who.token_id);
-	ret = store_job_update(db, &c->arena, gcall_scope(c), r->job_id, &p, im, who, &job, &c->err);
-	if (ret < 0)
+	ret = store_job_update(db, &c->arena, gcall_scope(c), r->job_id, &p, im, who, &job, &pb, &c->err);
+	if (ret < 0) {
+		codec_job_problem_field(&pb, false, &c->err);
 		goto out;
+	}
 	c->resp = &job_proto(&c->arena, &job)->base;
 out:
 	json_decref(body);
