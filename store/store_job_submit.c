@@ -818,6 +818,7 @@ static int submit_once(PGconn *c, struct store_job_submit **reqs, size_t n, stru
 		reqs[i]->replayed = false;
 		reqs[i]->replied = false;
 		mu_error_clear(&reqs[i]->err);
+		reqs[i]->problem.set = false;
 		tids[i] = mu_calloc(reqs[i]->n + 1, sizeof(**tids));
 		cids[i] = mu_calloc(reqs[i]->n + 1, sizeof(**cids));
 	}
@@ -919,6 +920,7 @@ int store_job_submit_group(PGconn *c, struct store_job_submit **reqs, size_t n)
 		struct store_job_submit *s = reqs[0];
 
 		mu_error_clear(&s->err);
+		s->problem.set = false;
 		s->rc = s->decode_all(s);
 		if (s->rc < 0)
 			return 0;
