@@ -113,8 +113,8 @@ static const char *const snap_sql[SNAP_NSQL] = {
 	    " coalesce(max_running_jobs, -1) FROM quotas ORDER BY tenant_id, gpu_model",
 	    "SELECT id, priority, grace_period, preemptible, name FROM priority_classes"
 	    " ORDER BY id",
-	    "SELECT tenant_id, user_name, CASE WHEN %d > 0 THEN value * power(0.5,"
-	    " greatest(0, extract(epoch FROM now() - updated_at)) / %d) ELSE value END"
+	    "SELECT tenant_id, user_name, muster_decay(value,"
+	    " extract(epoch FROM now() - updated_at), %d)"
 	    " FROM usage_decayed ORDER BY tenant_id, user_name",
 	    "SELECT tenant_id, user_name, least(cardinality(recent), 2), coalesce(recent[1], 0),"
 	    " coalesce(recent[2], 0) FROM user_runtimes ORDER BY tenant_id, user_name",
@@ -159,7 +159,7 @@ static int batch_run(PGconn *c, struct batch *b, int half_life, struct mu_error 
 	int ret = 0;
 
 	memset(b, 0, sizeof(*b));
-	snprintf(usage, sizeof(usage), snap_sql[7], half_life, half_life);
+	snprintf(usage, sizeof(usage), snap_sql[7], half_life);
 	for (int i = 0; i < SNAP_NSQL; i++) {
 		const char *q = i == 7 ? usage : snap_sql[i];
 		size_t n = strlen(q);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "fairtree.h"
 #include "sched.h"
 
 enum jstate { J_FUTURE = 0, J_PENDING, J_RUNNING, J_DONE, J_FAILED };
@@ -424,9 +425,7 @@ static void placement_line(struct sim *s, size_t ji, int64_t end, const char *re
 
 static double decayed(const struct sim *s, size_t u)
 {
-	if (s->cl->half_life <= 0 || s->usage_t[u] >= s->now)
-		return s->usage[u];
-	return s->usage[u] * exp2(-(double)(s->now - s->usage_t[u]) / s->cl->half_life);
+	return fairtree_decay(s->usage[u], (double)(s->now - s->usage_t[u]), s->cl->half_life);
 }
 
 static void job_end(struct sim *s, size_t ji)

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include <ftw.h>
+#include <math.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "db.h"
 #include "devdb.h"
 #include "error.h"
+#include "fairtree.h"
 #include "migrate.h"
 
 static char dir[PATH_MAX];
@@ -268,6 +270,40 @@ static void migrations_current_for_readyz(void **state)
 	store_db_close(c);
 }
 
+/* Migration 180's muster_decay(), which every SQL site of fair-share decay
+ * calls, computes what the core's fairtree_decay() does. */
+static void decay_sql_matches_core(void **state)
+{
+	static const double cases[][3] = {
+		{ 1000, 0, 604800 },      { 1000, 604800, 604800 }, { 12345.5, 86400, 604800 },
+		{ 1e9, 2592000, 604800 }, { 7, 100, 0 },            { 7, -5, 60 },
+		{ 0, 10, 10 },            { 3.5, 1e7, 1 },          { 1e12, 1.5, 2.25 },
+		{ 42, 1, -1 },            { 5e6, 31536000, 604800 }, { 1, 1070, 1 },
+		{ 1, 1080, 1 },
+	};
+	struct mu_error err = { 0 };
+	PGconn *c = conn();
+	(void)state;
+	assert_int_equal(store_migrate(c, &err), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char v[3][40];
+		const char *p[3] = { v[0], v[1], v[2] };
+		PGresult *r = NULL;
+		double sql, core = fairtree_decay(cases[i][0], cases[i][1], cases[i][2]);
+
+		for (int k = 0; k < 3; k++)
+			snprintf(v[k], sizeof(v[k]), "%.17g", cases[i][k]);
+		if (store_db_exec(c, "SELECT muster_decay($1::float8, $2::float8, $3::float8)", 3, p, &r, &err) < 0)
+			fail_msg("muster_decay: %s", err.msg);
+		sql = strtod(store_db_get(r, 0, 0), NULL);
+		store_db_clear(r);
+		if (fabs(sql - core) > 1e-12 * fabs(core) + 1e-300)
+			fail_msg("muster_decay(%s, %s, %s) = %.17g, fairtree_decay %.17g", v[0], v[1], v[2], sql,
+				 core);
+	}
+	store_db_close(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -277,6 +313,7 @@ int main(void)
 		cmocka_unit_test(errors_map_to_codes),
 		cmocka_unit_test(tx_retries_serialization_failures),
 		cmocka_unit_test(migrations_current_for_readyz),
+		cmocka_unit_test(decay_sql_matches_core),
 	};
 	return cmocka_run_group_tests(tests, setup_db, teardown_db);
 }

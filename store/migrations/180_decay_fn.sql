@@ -1,0 +1,15 @@
+-- Fair-share decay as one SQL function: usage * 2^(-elapsed_s / half_life_s),
+-- no decay when half_life_s <= 0 or elapsed_s <= 0. The very formula of the
+-- core's fairtree_decay() (service/sched/fairtree.c), which the simulator
+-- calls; every SQL site (the leader's usage fold and snapshot, the fair-share
+-- report) calls this one. unit.store_db checks the two agree.
+-- Past 1075 half-lives 2^-x is 0 in double precision (as exp2 gives it in C);
+-- PostgreSQL would raise "underflow" instead, failing the leader's cycle.
+CREATE FUNCTION muster_decay(value double precision, elapsed_s double precision,
+                             half_life_s double precision)
+RETURNS double precision LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+AS $$
+    SELECT CASE WHEN NOT (half_life_s > 0 AND elapsed_s > 0) THEN value
+                WHEN value = 0 OR elapsed_s / half_life_s >= 1075 THEN 0
+                ELSE value * power(2::double precision, -elapsed_s / half_life_s) END
+$$;
