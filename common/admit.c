@@ -121,6 +121,11 @@ static int check_deps(const struct admit_facts *f, const struct admit_job *j, si
 		if (!path || !admit_scope_sees(f->scope, path))
 			return fail(pb, MU_ENOTFOUND, index, ADMIT_COL_DEPENDENCY, d, "no such job");
 	}
+	for (size_t d = 0; d < j->ndeps; d++)
+		if (j->dep_cycles && j->dep_cycles[d])
+			return fail(pb, MU_ECONFLICT, index, ADMIT_COL_DEPENDENCY, d,
+				    "job %lld already depends on job %lld: the dependency would make a cycle",
+				    (long long)j->dep_ids[d], (long long)j->self_id);
 	return 0;
 }
 

@@ -13,7 +13,8 @@
  *   topology    required, then preferred, is a level of settings.topology_levels
  *   class       the named class exists (NULL: the default class exists)
  *   time limit  <= min(class max, tenant max); 0 takes the class default, capped
- *   dependencies  each names a job the scope sees (and, in a PATCH, not itself)
+ *   dependencies  each names a job the scope sees (and, in a PATCH, not itself
+ *               nor a job that already depends on it: a cycle is MU_ECONFLICT)
  * and, per request, the tenant's quota on pending jobs (admit_quota).
  *
  * Strings are borrowed; nothing is allocated.
@@ -89,6 +90,8 @@ struct admit_job {
 	const char *const *dep_paths; /* the tenant path of each dep_ids[d]; NULL = no such job */
 	size_t ndeps;
 	int64_t self_id;             /* a PATCH: the job itself (may not be a dependency); 0 = none */
+	const bool *dep_cycles;      /* a PATCH: per edge, the job it names already depends,
+				      * directly or not, on the job itself; NULL = none */
 };
 
 /* What a job that passed gets resolved to. */

@@ -210,9 +210,18 @@ static int check_admit(PGconn *c, const struct upd_arg *ua, const struct locked 
 		"       coalesce((SELECT q.max_time_limit FROM quotas q WHERE q.tenant_id = $2::bigint"
 		"                 AND q.gpu_model = ''), 0)::bigint"
 		"  FROM priority_classes pc WHERE pc.name = $1";
+	/* each job named, its tenant path, and whether it already depends
+	 * (through any chain of stored dependencies) on the job itself */
 	static const char deps_sql[] =
-		"SELECT j.id, t.path FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
-		" WHERE j.id = ANY($1::bigint[])";
+		"WITH RECURSIVE r(root, id) AS ("
+		"  SELECT x, x FROM unnest($1::bigint[]) x"
+		"  UNION"
+		"  SELECT r.root, (d->>'job_id')::bigint FROM r JOIN jobs j ON j.id = r.id"
+		"    CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(j.dependencies) = 'array'"
+		"      THEN j.dependencies ELSE '[]'::jsonb END) d"
+		"   WHERE jsonb_typeof(d->'job_id') = 'number' AND r.id <> $2::bigint)"
+		"SELECT j.id, t.path, EXISTS (SELECT 1 FROM r WHERE r.root = j.id AND r.id = $2::bigint)"
+		"  FROM jobs j JOIN tenants t ON t.id = j.tenant_id WHERE j.id = ANY($1::bigint[])";
 	const struct store_job_patch *pt = ua->p;
 	const char *p[2] = { pt->has_class ? pt->priority_class : l->pclass, tid };
 	struct admit_class pc = { 0 };
@@ -227,6 +236,8 @@ static int check_admit(PGconn *c, const struct upd_arg *ua, const struct locked 
 	struct admit_problem pb;
 	struct mu_buf ids = MU_BUF_INIT;
 	const char **paths = NULL;
+	bool *cycles = NULL;
+	char self[24];
 	PGresult *r = NULL;
 	int ret;
 
@@ -244,18 +255,25 @@ static int check_admit(PGconn *c, const struct upd_arg *ua, const struct locked 
 	r = NULL;
 	if (j.ndeps) {
 		store__int_array(&ids, j.dep_ids, j.ndeps);
+		snprintf(self, sizeof(self), "%lld", (long long)ua->id);
 		p[0] = ids.p;
-		ret = store_db_exec(c, deps_sql, 1, p, &r, err);
+		p[1] = self;
+		ret = store_db_exec(c, deps_sql, 2, p, &r, err);
 		if (ret < 0)
 			goto out;
 		paths = mu_arena_alloc(ua->a, sizeof(*paths) * j.ndeps);
+		cycles = mu_arena_alloc(ua->a, sizeof(*cycles) * j.ndeps);
 		for (size_t d = 0; d < j.ndeps; d++) {
 			paths[d] = NULL;
+			cycles[d] = false;
 			for (int i = 0; i < store_db_nrows(r); i++)
-				if (store_db_get_int64(r, i, 0) == j.dep_ids[d])
+				if (store_db_get_int64(r, i, 0) == j.dep_ids[d]) {
 					paths[d] = mu_arena_strdup(ua->a, store_db_get(r, i, 1));
+					cycles[d] = store_db_get_bool(r, i, 2);
+				}
 		}
 		j.dep_paths = paths;
+		j.dep_cycles = cycles;
 	}
 	if (admit_update(&f, &t, &j, pt->has_time_limit, pt->has_deps, &res, &pb) < 0) {
 		if (ua->pb)

@@ -355,6 +355,51 @@ def test_exclusive_bind(c):
     check(submit(s["a"], name="still-here").job.id > 0)
 
 
+def test_admission_same_as_rest(c):
+    """Submit over gRPC and over REST answer an admission failure alike: the
+    same problem type and field (common/admit.c checks, api/codec_job.c
+    names the field), PATCH (UpdateJob) too."""
+    s = setup(c)
+    J = s["pb"]["jobs"]
+    c.sql("INSERT INTO priority_classes (name, priority, default_time_limit, max_time_limit)"
+          " VALUES ('gshort', 50, 300, 600) ON CONFLICT DO NOTHING")
+    other = submit(s["b"]).job.id
+    mine = submit(s["a"]).job.id
+    rest = dict(nodes=1, gpus_per_node=2, command=["true"])
+    table = [
+        ("unknown tenant", dict(tenant="nope"), dict(tenant="nope")),
+        ("tenant out of scope", dict(tenant="gb"), dict(tenant="gb")),
+        ("unknown class", dict(priority_class="nope"), dict(priority_class="nope")),
+        ("over the class maximum", dict(priority_class="gshort", time_limit="11"),
+         dict(priority_class="gshort", time_limit=660)),
+        ("unknown required level", dict(topology_required="row"), dict(topology={"required": "row"})),
+        ("unknown preferred level", dict(topology_preferred="row"), dict(topology={"preferred": "row"})),
+        ("second dependency out of scope",
+         dict(dependencies=[J.Dependency(type="afterany", job_id=mine),
+                            J.Dependency(type="afterok", job_id=other)]),
+         dict(dependencies=[{"type": "afterany", "job_id": mine}, {"type": "afterok", "job_id": other}])),
+    ]
+    for what, g, r in table:
+        try:
+            submit(s["a"], **g)
+            check(False, what, "gRPC accepted it")
+        except s["grpc"].RpcError as e:
+            t = dict(e.trailing_metadata())
+            got = (t.get("muster-error"), t.get("muster-field"))
+        b = dict(rest)
+        b.update(r)
+        st, _, body = c.api("POST", "/v1/jobs", b, token=s["a"])
+        check(st >= 400, what, st, body)
+        check_eq(got, (body["type"].rsplit("/", 1)[-1], body.get("field")), what)
+    # PATCH: the job's time limit over its new class's maximum, and a dependency on itself
+    p = dict(priority_class="gshort")
+    st, _, body = c.api("PATCH", "/v1/jobs/%d" % mine, p, token=s["a"])
+    check_eq((st, body.get("field")), (400, "priority_class"), body)
+    st, _, body = c.api("PATCH", "/v1/jobs/%d" % mine, {"dependencies": [{"type": "afterok", "job_id": other}]},
+                        token=s["a"])
+    check_eq((st, body.get("field")), (404, "dependencies.0.job_id"), body)
+
+
 def test_many_calls(c):
     s = setup(c)
     J = s["pb"]["jobs"]

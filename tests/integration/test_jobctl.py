@@ -286,6 +286,31 @@ def test_if_match_race(c):
                      jid), "1")
 
 
+def test_patch_dependency_cycle(c):
+    """A PATCH of dependencies that would close a cycle (directly or through
+    a chain) is refused, 409 naming the first such edge, and changes nothing."""
+    setup(c)
+    a, _ = submit(c, "nohw")
+    b, _ = submit(c, "nohw", dependencies=[{"type": "afterok", "job_id": a}])
+    d, _ = submit(c, "nohw", dependencies=[{"type": "afterany", "job_id": b}])
+    e, _ = submit(c, "nohw")
+    before = row(c, a)
+    for deps, edge in (([b], 0), ([d], 0), ([e, d], 1), ([e, b, d], 1)):
+        st, _, body = patch(c, a, {"dependencies": [{"type": "afterok", "job_id": x} for x in deps]})
+        check_eq((st, body["type"].rsplit("/", 1)[-1], body.get("field")),
+                 (409, "conflict", "dependencies.%d.job_id" % edge), deps, body)
+        check("cycle" in body["detail"], body)
+    st, _, body = patch(c, a, {"dependencies": [{"type": "afterok", "job_id": a}]})
+    check_eq((st, body.get("field")), (400, "dependencies"), "on itself", body)
+    check_eq(row(c, a), before, "a refused PATCH changes nothing")
+    # no cycle: d may also depend on a, and a on e
+    st, _, body = patch(c, d, {"dependencies": [{"type": "afterany", "job_id": b},
+                                               {"type": "afterok", "job_id": a}]})
+    check_eq(st, 200, body)
+    st, _, body = patch(c, a, {"dependencies": [{"type": "afterok", "job_id": e}]})
+    check_eq(st, 200, body)
+
+
 def test_scope_and_roles(c):
     setup(c)
     jid, etag = submit(c, "nohw")

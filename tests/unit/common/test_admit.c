@@ -211,6 +211,19 @@ static void update_checks(void **state)
 	assert_int_equal(admit_update(&f, &t, &j, false, true, &res, &pb), MU_ENOTFOUND);
 	assert_int_equal(pb.col, ADMIT_COL_DEPENDENCY);
 	assert_int_equal(pb.sub, 0);
+	/* a job that already depends on this one: a cycle, after the existence checks */
+	{
+		const bool cyc[] = { false, true };
+
+		paths[0] = "root/ml";
+		j.dep_cycles = cyc;
+		assert_int_equal(admit_update(&f, &t, &j, false, true, &res, &pb), MU_ECONFLICT);
+		assert_int_equal(pb.col, ADMIT_COL_DEPENDENCY);
+		assert_int_equal(pb.sub, 1);
+		assert_non_null(strstr(pb.msg, "cycle"));
+		paths[0] = NULL;
+		assert_int_equal(admit_update(&f, &t, &j, false, true, &res, &pb), MU_ENOTFOUND);
+	}
 }
 
 static void quota(void **state)
