@@ -176,12 +176,8 @@ int rest_jobs_submit(struct rest_req *rq)
 		goto out;
 	if (s->jobs[0].array_spec) {
 		/* one job per task, written as one request: the reply is the
-		 * first task, whose id names the array */
-		if (key) {
-			ret = mu_error_set(&rq->err, MU_EINVAL, "Idempotency-Key",
-					   "not supported with array (yet): submit the array once");
-			goto out;
-		}
+		 * first task, whose id names the array (and carries the
+		 * Idempotency-Key: a retry answers it again) */
 		ret = codec_job_expand_array(&s->jobs[0], rq->arena, &s->jobs, &s->n, &rq->err);
 		if (ret < 0)
 			goto out;

@@ -279,6 +279,14 @@ static int validate(struct group_ctx *g, struct store_job_submit *s, int64_t *te
 	return check_quota(g, s);
 }
 
+/* A request an Idempotency-Key applies to: one job, or one array (whose
+ * first task carries the key; a replay answers that task, as the submit
+ * did). Batches take none. */
+static bool idem_request(const struct store_job_submit *s)
+{
+	return s->idem_key && !s->batch && (s->n == 1 || s->jobs[0].array_spec);
+}
+
 static int load_idem(PGconn *c, struct group_ctx *g, struct store_job_submit **reqs, size_t n,
 		     struct mu_error *err)
 {
@@ -297,7 +305,7 @@ static int load_idem(PGconn *c, struct group_ctx *g, struct store_job_submit **r
 	for (size_t i = 0; i < n; i++) {
 		struct tenant_info *t;
 
-		if (!reqs[i]->idem_key || reqs[i]->n != 1)
+		if (!idem_request(reqs[i]))
 			continue;
 		t = tenant_find(g, reqs[i]->jobs[0].tenant);
 		if (!t || !t->found)
@@ -423,9 +431,10 @@ static void add_row(struct mu_buf *b, const struct store_job *j, int64_t tenant_
 	mu_buf_addc(b, '\t');
 	copy_str(b, j->labels ? j->labels : "{}");
 	mu_buf_addc(b, '\t');
-	copy_str(b, s->idem_key);
+	/* the key on the request's first job: an array's first task names it */
+	copy_str(b, j == &s->jobs[0] ? s->idem_key : NULL);
 	mu_buf_addc(b, '\t');
-	copy_str(b, s->idem_key ? s->request_sha256 : NULL);
+	copy_str(b, s->idem_key && j == &s->jobs[0] ? s->request_sha256 : NULL);
 	mu_buf_addc(b, '\t');
 	if (j->mem_per_node > 0)
 		copy_int(b, j->mem_per_node);
@@ -778,14 +787,14 @@ static void copy_replay_in_group(struct store_job_submit **reqs, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		struct store_job_submit *s = reqs[i];
 
-		if (!s->idem_key || s->n != 1 || s->rc != 1)
+		if (!idem_request(s) || s->rc != 1)
 			continue;
 		/* rc 1 marks "same key as an earlier request of this group" */
 		s->rc = 0;
 		for (size_t e = 0; e < i; e++) {
 			struct store_job_submit *o = reqs[e];
 
-			if (!o->idem_key || o->n != 1 || o->rc != 0 ||
+			if (!idem_request(o) || o->rc != 0 ||
 			    strcmp(o->jobs[0].tenant, s->jobs[0].tenant) || strcmp(o->idem_key, s->idem_key))
 				continue;
 			if (strcmp(o->request_sha256, s->request_sha256)) {
@@ -854,7 +863,7 @@ static int submit_once(PGconn *c, struct store_job_submit **reqs, size_t n, stru
 			total += s->n;
 			continue;
 		}
-		if (s->idem_key && s->n == 1) {
+		if (idem_request(s)) {
 			struct tenant_info *t = tenant_find(&g, s->jobs[0].tenant);
 			bool earlier = false;
 
@@ -862,7 +871,7 @@ static int submit_once(PGconn *c, struct store_job_submit **reqs, size_t n, stru
 			    find_replay(&g, s, t->id))
 				continue;
 			for (size_t e = 0; e < i; e++)
-				earlier |= reqs[e]->idem_key && reqs[e]->n == 1 && reqs[e]->rc == 0 &&
+				earlier |= idem_request(reqs[e]) && reqs[e]->rc == 0 &&
 					   !reqs[e]->replayed &&
 					   !strcmp(reqs[e]->jobs[0].tenant, s->jobs[0].tenant) &&
 					   !strcmp(reqs[e]->idem_key, s->idem_key);

@@ -346,9 +346,6 @@ static int submit_prepare(struct gcall *c, struct submit_state **out)
 	st->s.jobs = &st->job;
 	st->s.n = 1;
 	if (st->job.array_spec) {
-		if (r->idempotency_key && r->idempotency_key[0])
-			return mu_error_set(&c->err, MU_EINVAL, "idempotency_key",
-					    "not supported with array (yet): submit the array once");
 		ret = codec_job_expand_array(&st->job, &c->arena, &st->s.jobs, &st->s.n, &c->err);
 		if (ret < 0)
 			return ret;

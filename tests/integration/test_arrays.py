@@ -202,14 +202,47 @@ def test_bad_specs(c):
                                                           "command": ["x"], "array": "0-3"}]},
                      token=s["user"])
     check_eq((st, e.get("field")), (400, "jobs.0.array"), e)
-    st, _, e = c.api("POST", "/v1/jobs", {"nodes": 1, "gpus_per_node": 0, "command": ["x"],
-                                          "array": "0-3"}, token=s["user"],
-                     headers={"Idempotency-Key": "k1"})
-    check_eq(st, 400, e)
     for q in ("array_job_id=x", "array_job_id=0", "array_task_id=3", "array_job_id=1&array_task_id=-1"):
         st, _, e = c.api("GET", "/v1/jobs?" + q, token=s["user"])
         check_eq(st, 400, q, e)
     check_eq(c.sql_value("SELECT count(*) FROM jobs"), n, "no refused submit wrote a job")
+
+
+
+def test_array_idempotency(c):
+    """An array with Idempotency-Key: a retry answers the same array (its
+    first task, 200, idempotent-replayed) and writes nothing; the key with
+    another body is 409."""
+    s = setup(c)
+    b = {"nodes": 1, "gpus_per_node": 0, "command": ["x"], "array": "0-3"}
+    h = {"Idempotency-Key": "arr-k1"}
+    st, hd, first = c.api("POST", "/v1/jobs", b, token=s["user"], headers=h)
+    check_eq(st, 201, first)
+    n = c.sql_value("SELECT count(*) FROM jobs")
+    check_eq(c.sql_value("SELECT count(*) FROM jobs WHERE array_job_id = $1", first["id"]), "4")
+    st, hd, again = c.api("POST", "/v1/jobs", b, token=s["user"], headers=h)
+    check_eq(st, 200, again)
+    check_eq(hd.get("idempotent-replayed"), "true", hd)
+    check_eq((again["id"], again["array_job_id"], again["array_task_id"]),
+             (first["id"], first["id"], 0), again)
+    check_eq(c.sql_value("SELECT count(*) FROM jobs"), n, "the retry wrote nothing")
+    b2 = dict(b, array="0-5")
+    st, _, e = c.api("POST", "/v1/jobs", b2, token=s["user"], headers=h)
+    check_eq((st, e["type"].rsplit("/", 1)[-1]), (409, "idempotency-key-reused"), e)
+    # two retries at once, in one group: one array, both answer it
+    import threading
+    h2 = {"Idempotency-Key": "arr-k2"}
+    got = []
+    ts = [threading.Thread(target=lambda: got.append(c.api("POST", "/v1/jobs", b, token=s["user"], headers=h2)))
+          for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    ids = {r[2]["id"] for r in got}
+    check_eq(len(ids), 1, [r[:1] for r in got])
+    check_eq(sorted(r[0] for r in got), [200, 200, 200, 201], [r[0] for r in got])
+    check_eq(c.sql_value("SELECT count(*) FROM jobs WHERE array_job_id = $1", ids.pop()), "4")
 
 
 if __name__ == "__main__":
