@@ -9,8 +9,7 @@
 #include <string.h>
 
 #include "log.h"
-
-#define TS(col) "to_char((" col ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+#include "store_int.h"
 
 void store_sha256_hex(const void *data, size_t len, char hex[65])
 {
@@ -54,11 +53,6 @@ void store_auth_secret_new(char secret[STORE_AUTH_SECRET_MAX])
 	secret[o] = '\0';
 }
 
-static const char *dup_or_null(struct mu_arena *a, const PGresult *r, int row, int col)
-{
-	return store_db_is_null(r, row, col) ? NULL : mu_arena_strdup(a, store_db_get(r, row, col));
-}
-
 int store_auth_lookup(PGconn *c, struct mu_arena *a, const char *secret,
 		      struct store_principal *out, struct mu_error *err)
 {
@@ -92,10 +86,10 @@ int store_auth_lookup(PGconn *c, struct mu_arena *a, const char *secret,
 	out->token_id = store_db_get_int64(r, 0, 0);
 	out->role = mu_arena_strdup(a, store_db_get(r, 0, 1));
 	out->tenant_id = store_db_get_int64(r, 0, 2);
-	out->tenant = dup_or_null(a, r, 0, 3);
-	out->tenant_path = dup_or_null(a, r, 0, 4);
+	out->tenant = store__dup_null(a, r, 0, 3);
+	out->tenant_path = store__dup_null(a, r, 0, 4);
 	out->user = mu_arena_strdup(a, store_db_get(r, 0, 5));
-	out->node = dup_or_null(a, r, 0, 6);
+	out->node = store__dup_null(a, r, 0, 6);
 out:
 	store_db_clear(r);
 	return ret;
@@ -141,7 +135,7 @@ int store_auth_token_create(PGconn *c, struct mu_arena *a, const struct store_to
 		goto out;
 	out->id = store_db_get_int64(r, 0, 0);
 	out->created_at = mu_arena_strdup(a, store_db_get(r, 0, 1));
-	out->expires_at = dup_or_null(a, r, 0, 2);
+	out->expires_at = store__dup_null(a, r, 0, 2);
 out:
 	store_db_clear(r);
 	if (ret < 0)

@@ -4,27 +4,14 @@
 #include <stdio.h>
 
 #include "buf.h"
+#include "store_int.h"
 
-#define TS(col) "to_char((" col ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
-
-/* A text[] literal of `items` (quoted, escaped). */
+/* A text[] literal of `items` (new, mu_free). */
 static char *text_array(const char *const *items, size_t n)
 {
 	struct mu_buf b = MU_BUF_INIT;
 
-	mu_buf_addc(&b, '{');
-	for (size_t i = 0; i < n; i++) {
-		if (i)
-			mu_buf_addc(&b, ',');
-		mu_buf_addc(&b, '"');
-		for (const char *p = items[i]; *p; p++) {
-			if (*p == '"' || *p == '\\')
-				mu_buf_addc(&b, '\\');
-			mu_buf_addc(&b, *p);
-		}
-		mu_buf_addc(&b, '"');
-	}
-	mu_buf_addc(&b, '}');
+	store__text_array(&b, items, n);
 	return mu_buf_detach(&b);
 }
 

@@ -15,8 +15,10 @@
 /* A timestamp column as RFC 3339 text in UTC, milliseconds. */
 #define TS(col) "to_char((" col ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
-/* Tenant path `t.path` is within scope parameter p ($N, NULL = all). */
-#define IN_SCOPE(p) "(" p "::text IS NULL OR t.path = " p " OR starts_with(t.path, " p " || '/'))"
+/* Tenant path column `path` is within scope parameter p ($N, NULL = all);
+ * IN_SCOPE(p) for the usual `t.path`. */
+#define IN_SCOPE_OF(path, p) "(" p "::text IS NULL OR " path " = " p " OR starts_with(" path ", " p " || '/'))"
+#define IN_SCOPE(p) IN_SCOPE_OF("t.path", p)
 
 /* Column `col` of row `row` copied into a (borrowed from the arena). */
 char *store__dup(struct mu_arena *a, const PGresult *r, int row, int col);

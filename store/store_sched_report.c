@@ -8,13 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TS(x) "to_char((" x ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
-#define IN_SCOPE(path, p) "(" p "::text IS NULL OR " path " = " p " OR starts_with(" path ", " p " || '/'))"
-
-static char *dupn(struct mu_arena *a, const PGresult *r, int row, int col)
-{
-	return store_db_is_null(r, row, col) ? NULL : mu_arena_strdup(a, store_db_get(r, row, col));
-}
+#include "store_int.h"
 
 int store_sched_status_get(PGconn *c, struct mu_arena *a, struct store_sched_status *o, struct mu_error *err)
 {
@@ -38,10 +32,10 @@ int store_sched_status_get(PGconn *c, struct mu_arena *a, struct store_sched_sta
 		ret = mu_error_set(err, MU_EUNAVAIL, "", "scheduler tables missing (migration 020)");
 		goto out;
 	}
-	o->leader = dupn(a, r, 0, 0);
+	o->leader = store__dup_null(a, r, 0, 0);
 	o->epoch = store_db_get_int64(r, 0, 1);
-	o->lease_expires_at = dupn(a, r, 0, 2);
-	o->last_cycle_at = dupn(a, r, 0, 3);
+	o->lease_expires_at = store__dup_null(a, r, 0, 2);
+	o->last_cycle_at = store__dup_null(a, r, 0, 3);
 	o->has_cycle = o->last_cycle_at != NULL;
 	o->last_cycle_ms = strtod(store_db_get(r, 0, 4), NULL);
 	o->last_load_ms = strtod(store_db_get(r, 0, 5), NULL);
@@ -106,20 +100,20 @@ int store_sched_usage(PGconn *c, struct mu_arena *a, const char *scope, const ch
 			    "   count(*) AS runs"
 			    "   FROM usage_records u JOIN tenants t ON t.id = u.tenant_id"
 			    "   JOIN runs r ON r.id = u.run_id, w"
-			    "   WHERE u.started_at < w.t AND u.ended_at > w.f AND " IN_SCOPE("t.path", "$3")
+			    "   WHERE u.started_at < w.t AND u.ended_at > w.f AND " IN_SCOPE_OF("t.path", "$3")
 			    "   GROUP BY 1, 2)"
 			    " SELECT " TS("w.f") ", " TS("w.t") ", x.tenant, x.usr, x.gs, x.runs"
 			    " FROM w LEFT JOIN x ON true ORDER BY x.tenant, x.usr",
 			    4, p, &r, err);
 	if (ret)
 		goto out;
-	*from_out = dupn(a, r, 0, 0);
-	*to_out = dupn(a, r, 0, 1);
+	*from_out = store__dup_null(a, r, 0, 0);
+	*to_out = store__dup_null(a, r, 0, 1);
 	*rows = mu_arena_alloc(a, sizeof(**rows) * (size_t)(store_db_nrows(r) + 1));
 	for (int i = 0; i < store_db_nrows(r); i++) {
 		if (store_db_is_null(r, i, 2))
 			continue; /* the window row of an empty report */
-		(*rows)[*n] = (struct store_sched_usage_row){ dupn(a, r, i, 2), dupn(a, r, i, 3),
+		(*rows)[*n] = (struct store_sched_usage_row){ store__dup_null(a, r, i, 2), store__dup_null(a, r, i, 3),
 							      store_db_get_int64(r, i, 4),
 							      store_db_get_int64(r, i, 5) };
 		(*n)++;
@@ -144,7 +138,7 @@ int store_sched_fairshare_load(PGconn *c, struct mu_arena *a, struct store_sched
 	for (size_t i = 0; i < *nt; i++)
 		(*t)[i] = (struct store_sched_fs_tenant){ store_db_get_int64(r, (int)i, 0),
 							  store_db_get_int64(r, (int)i, 1),
-							  dupn(a, r, (int)i, 2), dupn(a, r, (int)i, 3),
+							  store__dup_null(a, r, (int)i, 2), store__dup_null(a, r, (int)i, 3),
 							  (int)store_db_get_int64(r, (int)i, 4) };
 	store_db_clear(r);
 	r = NULL;
@@ -165,7 +159,7 @@ int store_sched_fairshare_load(PGconn *c, struct mu_arena *a, struct store_sched
 	*nu = (size_t)store_db_nrows(r);
 	*u = mu_arena_alloc(a, sizeof(**u) * (*nu + 1));
 	for (size_t i = 0; i < *nu; i++)
-		(*u)[i] = (struct store_sched_fs_user){ store_db_get_int64(r, (int)i, 0), dupn(a, r, (int)i, 1),
+		(*u)[i] = (struct store_sched_fs_user){ store_db_get_int64(r, (int)i, 0), store__dup_null(a, r, (int)i, 1),
 							strtod(store_db_get(r, (int)i, 2), NULL),
 							strtod(store_db_get(r, (int)i, 3), NULL) };
 out:
@@ -189,7 +183,7 @@ int store_sched_explain_get(PGconn *c, struct mu_arena *a, const char *scope, in
 			    "   CASE WHEN j.held THEN 'Held' ELSE j.pending_reason END END,"
 			    " j.pending_message, " TS("j.planned_start") ", j.gpu_model"
 			    " FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
-			    " WHERE j.id = $1::bigint AND " IN_SCOPE("t.path", "$2"),
+			    " WHERE j.id = $1::bigint AND " IN_SCOPE_OF("t.path", "$2"),
 			    2, p, &r, err);
 	if (ret)
 		goto out;
@@ -198,10 +192,10 @@ int store_sched_explain_get(PGconn *c, struct mu_arena *a, const char *scope, in
 		goto out;
 	}
 	o->job_id = id;
-	o->state = dupn(a, r, 0, 0);
-	o->reason = dupn(a, r, 0, 1);
-	o->message = dupn(a, r, 0, 2);
-	o->planned_start = dupn(a, r, 0, 3);
+	o->state = store__dup_null(a, r, 0, 0);
+	o->reason = store__dup_null(a, r, 0, 1);
+	o->message = store__dup_null(a, r, 0, 2);
+	o->planned_start = store__dup_null(a, r, 0, 3);
 	if (strcmp(o->state, "PENDING") != 0) {
 		if (!o->message[0])
 			o->message = mu_arena_strdup(a, "the job is not pending");
@@ -236,9 +230,9 @@ int store_sched_explain_get(PGconn *c, struct mu_arena *a, const char *scope, in
 	cap = (size_t)store_db_nrows(r);
 	o->blockers = mu_arena_alloc(a, sizeof(*o->blockers) * (cap + 1));
 	for (size_t i = 0; i < cap; i++) {
-		o->blockers[i].kind = dupn(a, r, (int)i, 0);
+		o->blockers[i].kind = store__dup_null(a, r, (int)i, 0);
 		o->blockers[i].job_id = store_db_get_int64(r, (int)i, 1);
-		o->blockers[i].message = dupn(a, r, (int)i, 2);
+		o->blockers[i].message = store__dup_null(a, r, (int)i, 2);
 	}
 	o->nblockers = cap;
 out:
@@ -252,7 +246,7 @@ int store_sched_probe_resolve(PGconn *c, const char *scope, const char *tenant, 
 	const char *p[3] = { tenant, scope, klass };
 	PGresult *r = NULL;
 	int ret = store_db_exec(c,
-				"SELECT (SELECT t.id FROM tenants t WHERE t.name = $1 AND " IN_SCOPE("t.path", "$2")
+				"SELECT (SELECT t.id FROM tenants t WHERE t.name = $1 AND " IN_SCOPE_OF("t.path", "$2")
 				"), pc.id, pc.default_time_limit FROM priority_classes pc"
 				" WHERE ($3::text IS NULL AND pc.is_default) OR pc.name = $3",
 				3, p, &r, err);
