@@ -61,6 +61,80 @@ static void env_scope(const struct rest_req *rq, struct store_job *j)
 	codec_job_redact_env(j, rq->arena);
 }
 
+struct batch {
+	struct rest_req *rq;
+	struct jv_span *spans; /* each job's text, when the body splits */
+	json_t *keep;          /* every parsed job or body: the jobs borrow their strings */
+	/* arrays in the batch (expand_arrays): each written job's index in the
+	 * body (NULL = no array: the same), and the body's jobs */
+	size_t *body_index;
+	struct store_job *body_jobs;
+	size_t nbody;
+};
+
+/* The jobs of the batch that are arrays become their tasks, in their
+ * place (as POST /v1/jobs writes one): s->jobs and s->n grow, and
+ * b->body_index maps each written job back to the body's. At most
+ * CODEC_JOB_MAX_BATCH jobs in all, every task counted. */
+static int expand_arrays(struct batch *b, struct store_job_submit *s)
+{
+	struct store_job **tasks = NULL, *jobs;
+	size_t *counts, total = 0, at = 0;
+	bool any = false;
+
+	for (size_t i = 0; i < s->n; i++)
+		any |= s->jobs[i].array_spec != NULL;
+	if (!any)
+		return 0;
+	tasks = mu_arena_alloc(s->arena, sizeof(*tasks) * s->n);
+	counts = mu_arena_alloc(s->arena, sizeof(*counts) * s->n);
+	for (size_t i = 0; i < s->n; i++) {
+		tasks[i] = &s->jobs[i];
+		counts[i] = 1;
+		if (s->jobs[i].array_spec &&
+		    codec_job_expand_array(&s->jobs[i], s->arena, &tasks[i], &counts[i], &s->err) < 0) {
+			snprintf(s->err.field, sizeof(s->err.field), "jobs.%zu.array", i);
+			return s->err.code;
+		}
+		total += counts[i];
+	}
+	if (total > CODEC_JOB_MAX_BATCH)
+		return mu_error_set(&s->err, MU_ERANGE, "jobs",
+				    "must hold 1..%d jobs, every task of its arrays counted (%zu)",
+				    CODEC_JOB_MAX_BATCH, total);
+	jobs = mu_arena_alloc(s->arena, sizeof(*jobs) * total);
+	b->body_index = mu_arena_alloc(s->arena, sizeof(*b->body_index) * total);
+	for (size_t i = 0; i < s->n; i++)
+		for (size_t k = 0; k < counts[i]; k++, at++) {
+			jobs[at] = tasks[i][k];
+			b->body_index[at] = i;
+		}
+	b->body_jobs = s->jobs;
+	b->nbody = s->n;
+	s->jobs = jobs;
+	s->n = total;
+	return 0;
+}
+
+/* Whether written job i of a batch is the first of its body job (an
+ * array's first task, or a plain job): the answer lists those. */
+static bool body_first(const struct store_job_submit *s, size_t i)
+{
+	const struct batch *b = s->batch ? s->decode_arg : NULL;
+
+	return !b || !b->body_index || i == 0 || b->body_index[i] != b->body_index[i - 1];
+}
+
+/* An admission problem of a batch names the body's job, not the task. */
+static void name_problem(struct store_job_submit *s)
+{
+	const struct batch *b = s->batch ? s->decode_arg : NULL;
+
+	if (b && b->body_index && s->problem.set && s->problem.job < s->n)
+		s->problem.job = b->body_index[s->problem.job];
+	codec_job_problem_field(&s->problem, s->batch, &s->err);
+}
+
 static void encode_jobs(struct rest_req *rq, struct store_job_submit *s)
 {
 	struct mu_buf b = MU_BUF_INIT;
@@ -68,8 +142,10 @@ static void encode_jobs(struct rest_req *rq, struct store_job_submit *s)
 	if (s->batch) {
 		mu_buf_reserve(&b, s->n * 700);
 		mu_buf_adds(&b, "{\"items\":[");
-		for (size_t i = 0; i < s->n; i++) {
-			if (i)
+		for (size_t i = 0, m = 0; i < s->n; i++) {
+			if (!body_first(s, i))
+				continue;
+			if (m++)
 				mu_buf_addc(&b, ',');
 			codec_job_encode(&s->jobs[i], &b);
 		}
@@ -108,7 +184,7 @@ static void submit_group(PGconn *db, struct store_work **items, size_t n)
 
 		items[i]->rc = subs[i]->rc < 0 ? subs[i]->rc : 0;
 		if (subs[i]->rc < 0) {
-			codec_job_problem_field(&subs[i]->problem, subs[i]->batch, &subs[i]->err);
+			name_problem(subs[i]);
 			items[i]->err = subs[i]->err;
 			rq->err = subs[i]->err;
 		} else if (!subs[i]->replied) {
@@ -198,12 +274,6 @@ out:
 	return ret;
 }
 
-struct batch {
-	struct rest_req *rq;
-	struct jv_span *spans; /* each job's text, when the body splits */
-	json_t *keep;          /* every parsed job or body: the jobs borrow their strings */
-};
-
 /* Decodes and checks job i of the batch, as POST /v1/jobs would one job. */
 static int decode_item(const struct batch *b, struct store_job_submit *s, size_t i,
 		       json_t *item)
@@ -220,9 +290,6 @@ static int decode_item(const struct batch *b, struct store_job_submit *s, size_t
 	ret = codec_job_decode(item, s->arena, prefix, &s->jobs[i], &s->err);
 	if (ret < 0)
 		return ret;
-	if (s->jobs[i].array_spec)
-		return jv_fail(&s->err, MU_EINVAL, prefix, "array",
-			       "an array is submitted alone (POST /v1/jobs), not in a batch");
 	return apply_principal(b->rq, &s->jobs[i], prefix, &s->err);
 }
 
@@ -245,6 +312,10 @@ static int batch_decode(struct store_job_submit *s, size_t from, size_t to)
 		ret = decode_item(b, s, i, v);
 		if (ret < 0)
 			return ret;
+		/* its tasks take more rows than the split made room for: the
+		 * strict pass (batch_decode_all) expands it */
+		if (s->jobs[i].array_spec)
+			return mu_error_set(&s->err, MU_EINVAL, "", "an array: decoded in one pass");
 	}
 	return 0;
 }
@@ -276,11 +347,16 @@ static int check_body(const json_t *body, json_t **jobs, struct mu_error *err)
  * in order; the first error is the answer. */
 static int batch_decode_all(struct store_job_submit *s)
 {
-	const struct batch *b = s->decode_arg;
+	struct batch *b = s->decode_arg;
 	const struct rest_req *rq = b->rq;
 	json_t *body = NULL, *jobs = NULL;
 	int ret;
 
+	if (b->body_index) { /* expanded by an earlier pass: start again from the body's jobs */
+		s->jobs = b->body_jobs;
+		s->n = b->nbody;
+		b->body_index = NULL;
+	}
 	ret = jv_parse(rq->body, rq->body_len, &body, &s->err);
 	if (ret < 0)
 		return ret;
@@ -296,7 +372,7 @@ static int batch_decode_all(struct store_job_submit *s)
 		if (ret < 0)
 			return ret;
 	}
-	return 0;
+	return expand_arrays(b, s);
 }
 
 /*
@@ -317,6 +393,7 @@ int rest_jobs_batch(struct rest_req *rq)
 	int ret;
 
 	b->rq = rq;
+	s->arena = rq->arena; /* decode and expand_arrays allocate in it before submit() */
 	s->batch = true;
 	s->decode_arg = b;
 	s->reply = reply_early;
@@ -348,6 +425,11 @@ int rest_jobs_batch(struct rest_req *rq)
 			rq->err = s->err;
 			goto out;
 		}
+	}
+	ret = expand_arrays(b, s);
+	if (ret < 0) {
+		rq->err = s->err;
+		goto out;
 	}
 	/* the jobs borrow strings from `body`: keep it with the request */
 	rest_result(rq, 0, body);

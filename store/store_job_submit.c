@@ -553,10 +553,12 @@ static void fill_job(struct store_job_submit *s, struct store_job *j, const stru
 	j->id = id;
 	j->created_at = last ? last->created_at : mu_arena_strdup(s->arena, created_at);
 	j->etag = etag;
-	/* an array's tasks are the request's jobs, in order: the first one's
-	 * id names the array */
+	/* an array's tasks are consecutive jobs of the request, ascending,
+	 * sharing the spec (one string: codec_job_expand_array copies the
+	 * job); the first one's id names the array. A batch may hold several. */
 	if (j->array_spec)
-		j->array_job_id = last && last->array_spec ? last->array_job_id : id;
+		j->array_job_id = last && last->array_spec == j->array_spec &&
+					  last->array_task_id < j->array_task_id ? last->array_job_id : id;
 	j->state = "PENDING";
 	/* held and begin: kept out of the snapshot (store_sched_snap.c), so
 	 * the reason written here stays until released or due */
@@ -828,8 +830,6 @@ static int submit_once(PGconn *c, struct store_job_submit **reqs, size_t n, stru
 		reqs[i]->replied = false;
 		mu_error_clear(&reqs[i]->err);
 		reqs[i]->problem.set = false;
-		tids[i] = mu_calloc(reqs[i]->n + 1, sizeof(**tids));
-		cids[i] = mu_calloc(reqs[i]->n + 1, sizeof(**cids));
 	}
 	/* A lone undecoded request is decoded while it is written
 	 * (stream_rows); in a group, every one is decoded before BEGIN. */
@@ -841,6 +841,11 @@ static int submit_once(PGconn *c, struct store_job_submit **reqs, size_t n, stru
 			s->rc = s->decode_all(s);
 			s->decoded = s->rc == 0;
 		}
+	}
+	/* after decoding: a batch's arrays may have grown it */
+	for (size_t i = 0; i < n; i++) {
+		tids[i] = mu_calloc(reqs[i]->n + 1, sizeof(**tids));
+		cids[i] = mu_calloc(reqs[i]->n + 1, sizeof(**cids));
 	}
 	/* Job ids become visible in order: see store_job.h. */
 	ret = store_db_exec_simple(c, "BEGIN; SELECT pg_advisory_xact_lock(" STORE_JOB_INSERT_LOCK ")",

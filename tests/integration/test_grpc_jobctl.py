@@ -133,9 +133,15 @@ def test_array_submit(c):
         expect_code(code.INVALID_ARGUMENT, s["jobs"].Submit,
                     J.SubmitJobRequest(job=J.JobSpec(nodes=1, gpus_per_node=1, command=["x"], array=bad)),
                     metadata=md(s["a"]), timeout=10)
-    expect_code(code.INVALID_ARGUMENT, s["jobs"].Submit,
-                J.SubmitJobRequest(job=J.JobSpec(nodes=1, gpus_per_node=1, command=["x"], array="0-3"),
-                                   idempotency_key="k"), metadata=md(s["a"]), timeout=10)
+    check_eq(c.sql_value("SELECT count(*) FROM jobs"), n)
+    # an array with an idempotency key: a retry answers the same first task, writes nothing
+    req = J.SubmitJobRequest(job=J.JobSpec(nodes=1, gpus_per_node=1, command=["x"], array="0-3", hold=True),
+                             idempotency_key="arr-k")
+    first = s["jobs"].Submit(req, metadata=md(s["a"]), timeout=10)
+    check_eq((first.replayed, first.job.array_job_id), (False, first.job.id), first)
+    n = c.sql_value("SELECT count(*) FROM jobs")
+    again = s["jobs"].Submit(req, metadata=md(s["a"]), timeout=10)
+    check_eq((again.replayed, again.job.id), (True, first.job.id), again)
     check_eq(c.sql_value("SELECT count(*) FROM jobs"), n)
     # a singleton dependency through gRPC (no job_id)
     d = submit(dependencies=[J.Dependency(type="singleton")], hold=True)
