@@ -30,9 +30,12 @@
 #include "db.h"
 #include "error.h"
 
-/* settings.job_spec_max_bytes when unset: command + env + workdir of a job. */
-#define STORE_JOB_SPEC_MAX 65536
-#define STORE_JOB_SPEC_MAX_S "65536"
+/* settings.job_spec_max_bytes when unset: command + env + workdir of a job
+ * (admit.h's default, as SQL text; settings.def holds the same default). */
+#define STORE_JOB_STR_(x) #x
+#define STORE_JOB_STR(x) STORE_JOB_STR_(x)
+#define STORE_JOB_SPEC_MAX ADMIT_SPEC_MAX
+#define STORE_JOB_SPEC_MAX_S STORE_JOB_STR(ADMIT_SPEC_MAX)
 
 #define STORE_JOB_INSERT_LOCK "7887321460016" /* pg_advisory_xact_lock key (bigint) */
 
