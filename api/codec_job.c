@@ -853,6 +853,8 @@ void codec_job_problem_field(const struct admit_problem *pb, bool batch, struct 
 		[ADMIT_COL_WORKDIR] = "workdir",
 		[ADMIT_COL_DEPENDENCY] = "dependencies.%zu.job_id",
 		[ADMIT_COL_DEPENDENCIES] = "dependencies",
+		[ADMIT_COL_NODES] = "nodes",
+		[ADMIT_COL_MIN_NODES] = "min_nodes",
 	};
 	char name[64];
 

@@ -159,13 +159,16 @@ int admit_job(const struct admit_facts *f, const struct admit_tenant *t, const s
 }
 
 int admit_update(const struct admit_facts *f, const struct admit_tenant *t, const struct admit_job *j,
-		 bool time_changed, bool deps_changed, struct admit_result *out,
-		 struct admit_problem *pb)
+		 unsigned changed, struct admit_result *out, struct admit_problem *pb)
 {
 	const struct admit_class *pc;
 	int ret;
 
 	pb->set = false;
+	if (j->min_nodes > 0 && j->min_nodes > j->nodes)
+		return fail(pb, MU_ERANGE, 0,
+			    changed & ADMIT_CHANGED_MIN_NODES ? ADMIT_COL_MIN_NODES : ADMIT_COL_NODES, 0,
+			    "min_nodes must not exceed nodes");
 	pc = admit_class_find(f, j->priority_class);
 	if (!pc)
 		return fail(pb, MU_ENOTFOUND, 0, ADMIT_COL_PRIORITY_CLASS, 0, "no such priority class");
@@ -173,10 +176,11 @@ int admit_update(const struct admit_facts *f, const struct admit_tenant *t, cons
 	if (j->time_limit <= 0)
 		return fail(pb, MU_ERANGE, 0, ADMIT_COL_TIME_LIMIT, 0, "must be >= 1");
 	ret = check_time(pc, t, j->time_limit, 0,
-			 time_changed ? ADMIT_COL_TIME_LIMIT : ADMIT_COL_PRIORITY_CLASS, &out->time_limit, pb);
+			 changed & ADMIT_CHANGED_TIME ? ADMIT_COL_TIME_LIMIT : ADMIT_COL_PRIORITY_CLASS,
+			 &out->time_limit, pb);
 	if (ret < 0)
 		return ret;
-	if (deps_changed && (ret = check_deps(f, j, 0, pb)) < 0)
+	if ((changed & ADMIT_CHANGED_DEPS) && (ret = check_deps(f, j, 0, pb)) < 0)
 		return ret;
 	out->class_idx = (size_t)(pc - f->classes);
 	return 0;

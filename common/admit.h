@@ -42,6 +42,8 @@ enum admit_col {
 	ADMIT_COL_WORKDIR,
 	ADMIT_COL_DEPENDENCY,     /* one edge: `sub` is its index */
 	ADMIT_COL_DEPENDENCIES,   /* the list as a whole */
+	ADMIT_COL_NODES,
+	ADMIT_COL_MIN_NODES,
 	ADMIT_NCOLS
 };
 
@@ -89,6 +91,7 @@ struct admit_job {
 	const int64_t *dep_ids;
 	const char *const *dep_paths; /* the tenant path of each dep_ids[d]; NULL = no such job */
 	size_t ndeps;
+	int64_t nodes, min_nodes;    /* a PATCH (min_nodes 0 = not elastic) */
 	int64_t self_id;             /* a PATCH: the job itself (may not be a dependency); 0 = none */
 	const bool *dep_cycles;      /* a PATCH: per edge, the job it names already depends,
 				      * directly or not, on the job itself; NULL = none */
@@ -114,16 +117,21 @@ const struct admit_class *admit_class_find(const struct admit_facts *f, const ch
 int admit_job(const struct admit_facts *f, const struct admit_tenant *t, const struct admit_job *j,
 	      size_t index, struct admit_result *out, struct admit_problem *pb);
 
+/* What a PATCH changes, for admit_update (bits). */
+enum {
+	ADMIT_CHANGED_TIME = 1,      /* the time limit (else an over-the-cap limit is the class's problem) */
+	ADMIT_CHANGED_DEPS = 2,      /* the dependencies: j->ndeps edges are checked */
+	ADMIT_CHANGED_MIN_NODES = 4, /* min_nodes (else min_nodes > nodes is the nodes' problem) */
+};
+
 /*
  * A PATCH of a pending job of tenant `t`: the checks of the fields it
- * changes. `j` holds the job after the change (its class and time limit,
- * changed or not); `time_changed` says whether the time limit is one of the
- * changed fields (else an over-the-cap limit is the new class's problem);
- * j->ndeps edges are checked when `deps_changed`.
+ * changes (`changed`, ADMIT_CHANGED_*). `j` holds the job after the change
+ * (its nodes, min_nodes, class and time limit, changed or not): first
+ * min_nodes <= nodes, then the class and time limit, then the dependencies.
  */
 int admit_update(const struct admit_facts *f, const struct admit_tenant *t, const struct admit_job *j,
-		 bool time_changed, bool deps_changed, struct admit_result *out,
-		 struct admit_problem *pb);
+		 unsigned changed, struct admit_result *out, struct admit_problem *pb);
 
 /* The tenant's quota on pending jobs when a request adds `adding` to it
  * (t->pending counts what is pending already). */

@@ -266,9 +266,9 @@ int store_job_control(PGconn *c, struct mu_arena *a, const char *scope, int64_t 
 		      struct store_job *out, struct mu_error *err) __attribute__((warn_unused_result));
 
 /* A PATCH of a pending job: the fields whose has_* is set. Ranges are the
- * codec's; the store checks min_nodes <= nodes and, with admit_update (the
- * submit's checks), the time limit against the class and tenant maximum,
- * the class and dependencies exist in scope. An admission problem also
+ * codec's; the store checks with admit_update (the submit's checks)
+ * min_nodes <= nodes, the time limit against the class and tenant maximum,
+ * the class and dependencies exist in scope and close no cycle. An admission problem also
  * fills *pb (NULL = not wanted) for the API to name its field. */
 struct store_job_patch {
 	bool has_time_limit;  int64_t time_limit;        /* seconds, > 0 */

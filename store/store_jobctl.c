@@ -199,7 +199,7 @@ struct upd_arg {
 };
 
 /* The admission checks of the fields the PATCH changes (admit_update):
- * the time limit against the (new) class's and the tenant's maximum, the
+ * min_nodes <= nodes, the time limit against the (new) class's and the tenant's maximum, the
  * class exists, every dependency names a job the caller sees and never the
  * job itself. The facts in two set-based reads. */
 static int check_admit(PGconn *c, const struct upd_arg *ua, const struct locked *l,
@@ -231,6 +231,8 @@ static int check_admit(PGconn *c, const struct upd_arg *ua, const struct locked 
 		.priority_class = p[0],
 		.time_limit = pt->has_time_limit ? pt->time_limit : l->time_limit,
 		.dep_ids = pt->dep_ids, .ndeps = pt->has_deps ? pt->ndeps : 0, .self_id = ua->id,
+		.nodes = pt->has_nodes ? pt->nodes : l->nodes,
+		.min_nodes = pt->has_min_nodes ? pt->min_nodes : l->min_nodes,
 	};
 	struct admit_result res;
 	struct admit_problem pb;
@@ -275,7 +277,10 @@ static int check_admit(PGconn *c, const struct upd_arg *ua, const struct locked 
 		j.dep_paths = paths;
 		j.dep_cycles = cycles;
 	}
-	if (admit_update(&f, &t, &j, pt->has_time_limit, pt->has_deps, &res, &pb) < 0) {
+	if (admit_update(&f, &t, &j,
+			 (pt->has_time_limit ? ADMIT_CHANGED_TIME : 0u) | (pt->has_deps ? ADMIT_CHANGED_DEPS : 0u) |
+				 (pt->has_min_nodes ? ADMIT_CHANGED_MIN_NODES : 0u),
+			 &res, &pb) < 0) {
 		if (ua->pb)
 			*ua->pb = pb;
 		ret = mu_error_set(err, pb.code, "", "%s", pb.msg);
@@ -324,10 +329,6 @@ static int upd_tx(PGconn *c, void *arg, struct mu_error *err)
 	if (strcmp(l.state, "PENDING"))
 		return mu_error_set(err, MU_ESTATE, "", "only a pending job can be updated; this one is %s",
 				    l.state);
-	if ((pt->has_nodes ? pt->nodes : l.nodes) <
-	    (pt->has_min_nodes ? pt->min_nodes : l.min_nodes))
-		return mu_error_set(err, MU_ERANGE, pt->has_min_nodes ? "min_nodes" : "nodes",
-				    "min_nodes must not exceed nodes");
 	snprintf(tid, sizeof(tid), "%lld", (long long)l.tenant_id);
 	ret = check_admit(c, ua, &l, tid, &class_id, err);
 	if (ret < 0)

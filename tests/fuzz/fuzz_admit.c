@@ -91,7 +91,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	j.self_id = byte(&r) % 4;
 
 	if (byte(&r) & 1) {
-		ret = admit_update(&f, has_t ? &t : NULL, &j, byte(&r) & 1, byte(&r) & 1, &res, &pb);
+		j.nodes = num(&r);
+		j.min_nodes = num(&r);
+		ret = admit_update(&f, has_t ? &t : NULL, &j, byte(&r) & 7, &res, &pb);
 	} else {
 		j.self_id = 0;
 		ret = admit_job(&f, has_t ? &t : NULL, &j, 5, &res, &pb);

@@ -190,25 +190,33 @@ static void update_checks(void **state)
 	struct admit_result res;
 	struct admit_problem pb;
 	(void)state;
+	/* min_nodes <= nodes first, named by what changed */
+	j.priority_class = "nope", j.time_limit = 1, j.nodes = 2, j.min_nodes = 3;
+	assert_int_equal(admit_update(&f, &t, &j, ADMIT_CHANGED_MIN_NODES, &res, &pb), MU_ERANGE);
+	assert_int_equal(pb.col, ADMIT_COL_MIN_NODES);
+	assert_int_equal(admit_update(&f, &t, &j, 0, &res, &pb), MU_ERANGE);
+	assert_int_equal(pb.col, ADMIT_COL_NODES);
+	j.min_nodes = 0; /* not elastic */
+	assert_int_equal(admit_update(&f, &t, &j, 0, &res, &pb), MU_ENOTFOUND);
 	j.priority_class = "short", j.time_limit = 900;
 	/* a new class whose maximum the job's time limit is over: the class's problem */
-	assert_int_equal(admit_update(&f, &t, &j, false, false, &res, &pb), MU_ERANGE);
+	assert_int_equal(admit_update(&f, &t, &j, 0, &res, &pb), MU_ERANGE);
 	assert_int_equal(pb.col, ADMIT_COL_PRIORITY_CLASS);
-	assert_int_equal(admit_update(&f, &t, &j, true, false, &res, &pb), MU_ERANGE);
+	assert_int_equal(admit_update(&f, &t, &j, ADMIT_CHANGED_TIME, &res, &pb), MU_ERANGE);
 	assert_int_equal(pb.col, ADMIT_COL_TIME_LIMIT);
 	j.time_limit = 600;
-	assert_int_equal(admit_update(&f, &t, &j, true, false, &res, &pb), 0);
+	assert_int_equal(admit_update(&f, &t, &j, ADMIT_CHANGED_TIME, &res, &pb), 0);
 	assert_false(pb.set);
 	j.priority_class = "nope";
-	assert_int_equal(admit_update(&f, &t, &j, false, false, &res, &pb), MU_ENOTFOUND);
+	assert_int_equal(admit_update(&f, &t, &j, 0, &res, &pb), MU_ENOTFOUND);
 	assert_int_equal(pb.col, ADMIT_COL_PRIORITY_CLASS);
 	/* itself, even after a missing one; then the missing one */
 	j.priority_class = "normal", j.self_id = 7, j.dep_ids = ids, j.dep_paths = paths, j.ndeps = 2;
-	assert_int_equal(admit_update(&f, &t, &j, false, true, &res, &pb), MU_EINVAL);
+	assert_int_equal(admit_update(&f, &t, &j, ADMIT_CHANGED_DEPS, &res, &pb), MU_EINVAL);
 	assert_int_equal(pb.col, ADMIT_COL_DEPENDENCIES);
-	assert_int_equal(admit_update(&f, &t, &j, false, false, &res, &pb), 0);
+	assert_int_equal(admit_update(&f, &t, &j, 0, &res, &pb), 0);
 	j.self_id = 8;
-	assert_int_equal(admit_update(&f, &t, &j, false, true, &res, &pb), MU_ENOTFOUND);
+	assert_int_equal(admit_update(&f, &t, &j, ADMIT_CHANGED_DEPS, &res, &pb), MU_ENOTFOUND);
 	assert_int_equal(pb.col, ADMIT_COL_DEPENDENCY);
 	assert_int_equal(pb.sub, 0);
 	/* a job that already depends on this one: a cycle, after the existence checks */
@@ -217,12 +225,12 @@ static void update_checks(void **state)
 
 		paths[0] = "root/ml";
 		j.dep_cycles = cyc;
-		assert_int_equal(admit_update(&f, &t, &j, false, true, &res, &pb), MU_ECONFLICT);
+		assert_int_equal(admit_update(&f, &t, &j, ADMIT_CHANGED_DEPS, &res, &pb), MU_ECONFLICT);
 		assert_int_equal(pb.col, ADMIT_COL_DEPENDENCY);
 		assert_int_equal(pb.sub, 1);
 		assert_non_null(strstr(pb.msg, "cycle"));
 		paths[0] = NULL;
-		assert_int_equal(admit_update(&f, &t, &j, false, true, &res, &pb), MU_ENOTFOUND);
+		assert_int_equal(admit_update(&f, &t, &j, ADMIT_CHANGED_DEPS, &res, &pb), MU_ENOTFOUND);
 	}
 }
 
