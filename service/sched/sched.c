@@ -620,6 +620,19 @@ static void sort_sjf(struct cyc *c, size_t *v, size_t n)
 	free(k);
 }
 
+/*
+ * Expansion factor of a pending job: its bounded slowdown (tau = 10 s) if it
+ * started now, with the runtime it is planned with (prediction or limit). It
+ * grows with the wait, faster for short jobs, so short jobs go first and no
+ * job waits forever (LXF, "largest expansion factor first").
+ */
+static double xfactor(const struct sched_snapshot *s, const struct sched_job *j)
+{
+	double rt = (double)sched_job_runtime(s, j);
+	double wait = s->now > j->submit ? (double)(s->now - j->submit) : 0.0;
+	return (wait + rt) / (rt > 10.0 ? rt : 10.0);
+}
+
 static void compute_order(struct cyc *c)
 {
 	const struct sched_snapshot *s = c->s;
@@ -643,6 +656,8 @@ static void compute_order(struct cyc *c)
 				size = 1;
 			c->prio[i] = s->settings.weight_fairshare * fs + s->settings.weight_age * age +
 			             s->settings.weight_size * size;
+			if (s->settings.weight_xfactor > 0)
+				c->prio[i] += s->settings.weight_xfactor * xfactor(s, j);
 		}
 	}
 	struct okey *k = sched__scratch(c, SCR_OKEY, (nj + 1) * sizeof(*k), false);

@@ -477,7 +477,7 @@ static int parse_classes(struct sim_cluster *c, json_t *arr, struct mu_error *er
 static int parse_settings(struct sim_cluster *c, json_t *o, struct mu_error *err)
 {
 	static const char *const keys[] = { "reservation_depth", "weight_fairshare", "weight_age", "weight_size",
-		                            "max_age", "half_life", "preemption", "predict_runtimes", NULL };
+		                            "weight_xfactor", "max_age", "half_life", "preemption", "predict_runtimes", NULL };
 	const char *w = "settings";
 	long long depth = -1, max_age = c->settings.max_age;
 	int ret;
@@ -489,6 +489,8 @@ static int parse_settings(struct sim_cluster *c, json_t *o, struct mu_error *err
 	                   w, err)) ||
 	    (ret = get_num(o, "weight_age", 0, 1e9, c->settings.weight_age, &c->settings.weight_age, w, err)) ||
 	    (ret = get_num(o, "weight_size", 0, 1e9, c->settings.weight_size, &c->settings.weight_size, w, err)) ||
+	    (ret = get_num(o, "weight_xfactor", 0, 1e9, c->settings.weight_xfactor, &c->settings.weight_xfactor, w,
+	                   err)) ||
 	    (ret = get_int(o, "max_age", 1, 1LL << 40, c->settings.max_age, &max_age, w, err)) ||
 	    (ret = get_num(o, "half_life", 0, 1e12, c->half_life, &c->half_life, w, err)) ||
 	    (ret = get_bool(o, "predict_runtimes", false, &c->settings.predict, w, err)))
