@@ -278,6 +278,10 @@ int store_sched_settings_load(PGconn *c, struct store_sched_settings *s, struct 
 			s->weight_age = strtod(v, NULL);
 		else if (!strcmp(k, "weight_size"))
 			s->weight_size = strtod(v, NULL);
+		else if (!strcmp(k, "weight_xfactor"))
+			s->weight_xfactor = strtod(v, NULL);
+		else if (!strcmp(k, "starve_after"))
+			s->starve_after = strtoll(v, NULL, 10);
 		else if (!strcmp(k, "predict_runtimes"))
 			s->predict_runtimes = !strcmp(v, "true");
 		else if (!strcmp(k, "lease_timeout"))

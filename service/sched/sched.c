@@ -626,6 +626,9 @@ static void sort_sjf(struct cyc *c, size_t *v, size_t n)
  * grows with the wait, faster for short jobs, so short jobs go first and no
  * job waits forever (LXF, "largest expansion factor first").
  */
+/* Above any weighted sum the settings' bounds allow (weights <= 1e9, factors <= 1 but xfactor). */
+#define STARVED_PRIO 1e18
+
 static double xfactor(const struct sched_snapshot *s, const struct sched_job *j)
 {
 	double rt = (double)sched_job_runtime(s, j);
@@ -658,6 +661,8 @@ static void compute_order(struct cyc *c)
 			             s->settings.weight_size * size;
 			if (s->settings.weight_xfactor > 0)
 				c->prio[i] += s->settings.weight_xfactor * xfactor(s, j);
+			if (s->settings.starve_after > 0 && s->now - j->submit >= s->settings.starve_after)
+				c->prio[i] = STARVED_PRIO + (double)(s->now - j->submit);
 		}
 	}
 	struct okey *k = sched__scratch(c, SCR_OKEY, (nj + 1) * sizeof(*k), false);
