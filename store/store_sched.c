@@ -253,7 +253,8 @@ int store_sched_settings_load(PGconn *c, struct store_sched_settings *s, struct 
 	*s = (struct store_sched_settings){ .heartbeat_timeout = 30, .half_life = 604800,
 					    .reservation_depth = 1, .max_age = 604800,
 					    .weight_fairshare = 10000, .weight_age = 1000,
-					    .weight_size = 100, .lease_timeout = 3 };
+					    .weight_size = 100, .weight_xfactor = 100,
+					    .starve_after = 259200, .lease_timeout = 3 };
 	parse_levels("[\"block\", \"rack\"]", s);
 	ret = store_db_exec(c,
 			    "SELECT key, value #>> '{}', extract(epoch FROM now())::bigint FROM settings"

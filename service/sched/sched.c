@@ -629,6 +629,12 @@ static void sort_sjf(struct cyc *c, size_t *v, size_t n)
 /* Above any weighted sum the settings' bounds allow (weights <= 1e9, factors <= 1 but xfactor). */
 #define STARVED_PRIO 1e18
 
+/* The job has waited settings.starve_after or longer. */
+static bool starved(const struct sched_snapshot *s, const struct sched_job *j)
+{
+	return s->settings.starve_after > 0 && s->now - j->submit >= s->settings.starve_after;
+}
+
 static double xfactor(const struct sched_snapshot *s, const struct sched_job *j)
 {
 	double rt = (double)sched_job_runtime(s, j);
@@ -661,7 +667,7 @@ static void compute_order(struct cyc *c)
 			             s->settings.weight_size * size;
 			if (s->settings.weight_xfactor > 0)
 				c->prio[i] += s->settings.weight_xfactor * xfactor(s, j);
-			if (s->settings.starve_after > 0 && s->now - j->submit >= s->settings.starve_after)
+			if (starved(s, j))
 				c->prio[i] = STARVED_PRIO + (double)(s->now - j->submit);
 		}
 	}
@@ -1188,6 +1194,7 @@ static void run_jobs(struct cyc *c)
 	}
 	bool sjf_done = !s->settings.predict;
 	bool blocked = false;
+	bool guard = false; /* a starved job holds a reservation: backfill behind it by limits */
 	for (size_t oi = 0; oi < nj; oi++) {
 		if (!sjf_done && depth >= 0 && nres >= depth) {
 			/* Reservations are made: backfill the rest shortest-predicted first. */
@@ -1199,6 +1206,8 @@ static void run_jobs(struct cyc *c)
 		struct req q;
 		int qmax = 0;
 		int64_t rt = c->runtime[ji];
+		if (guard)
+			rt = j->time_limit > 0 ? j->time_limit : 1;
 		req_of(c, j, &q);
 		c->d->verdicts[ji].priority = c->prio[ji];
 		if (!admissible(c, ji, &q, &qmax, false)) {
@@ -1238,6 +1247,8 @@ static void run_jobs(struct cyc *c)
 			if (t != SCHED_NEVER) {
 				nres++;
 				commit_reservation(c, ji, t, t + rt, c->sc_alloc, na);
+				if (starved(s, j))
+					guard = true;
 				fmt_time(buf, s->settings.quiet ? 0 : sizeof(buf), c->now, t);
 				verdict(c, ji, SCHED_REASON_RESERVATION, t, "reserved to start at %s", buf);
 				continue;

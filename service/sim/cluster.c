@@ -40,6 +40,8 @@ void sim_cluster_init(struct sim_cluster *c)
 	c->settings.weight_fairshare = 10000;
 	c->settings.weight_age = 1000;
 	c->settings.weight_size = 100;
+	c->settings.weight_xfactor = 100;
+	c->settings.starve_after = 259200;
 	c->settings.max_age = 604800;
 	c->settings.reservation_depth = 1;
 	c->half_life = 604800;
@@ -496,6 +498,7 @@ static int parse_settings(struct sim_cluster *c, json_t *o, struct mu_error *err
 	    (ret = get_num(o, "half_life", 0, 1e12, c->half_life, &c->half_life, w, err)) ||
 	    (ret = get_bool(o, "predict_runtimes", false, &c->settings.predict, w, err)))
 		return ret;
+	c->has_predict = json_object_get(o, "predict_runtimes") != NULL;
 	json_t *p = json_object_get(o, "preemption");
 	if (p) {
 		if ((ret = get_bool(o, "preemption", true, &c->settings.preemption, w, err)))
