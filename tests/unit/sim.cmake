@@ -1,6 +1,7 @@
 # muster-sim: exactness against the published KTH-SP2 EASY schedule, the CLI
 # (formats, errors, determinism), fair-share convergence and randomized
-# simulations under the invariant checker, the expansion-factor order. Python 3 standard
+# simulations under the invariant checker, the expansion-factor order and the starvation
+# bound. Python 3 standard
 # library only.
 if(NOT DEFINED MUSTER_SHARED_DIR)
   set(MUSTER_SHARED_DIR ${CMAKE_SOURCE_DIR}/../shared CACHE PATH
@@ -32,3 +33,5 @@ add_test(NAME unit.sim.easy_ref_same
 set_tests_properties(unit.sim.easy_ref_same PROPERTIES TIMEOUT 120)
 add_test(NAME unit.sim.xfactor_order
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/sim/test_xfactor.py $<TARGET_FILE:muster-sim>)
+add_test(NAME unit.sim.starve_guard
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/sim/test_starve_guard.py $<TARGET_FILE:muster-sim>)
