@@ -253,7 +253,8 @@ int store_sched_settings_load(PGconn *c, struct store_sched_settings *s, struct 
 	*s = (struct store_sched_settings){ .heartbeat_timeout = 30, .half_life = 604800,
 					    .reservation_depth = 1, .max_age = 604800,
 					    .weight_fairshare = 10000, .weight_age = 1000,
-					    .weight_size = 100, .lease_timeout = 3 };
+					    .weight_size = 100, .weight_xfactor = 100,
+					    .starve_after = 259200, .lease_timeout = 3 };
 	parse_levels("[\"block\", \"rack\"]", s);
 	ret = store_db_exec(c,
 			    "SELECT key, value #>> '{}', extract(epoch FROM now())::bigint FROM settings"
@@ -278,6 +279,10 @@ int store_sched_settings_load(PGconn *c, struct store_sched_settings *s, struct 
 			s->weight_age = strtod(v, NULL);
 		else if (!strcmp(k, "weight_size"))
 			s->weight_size = strtod(v, NULL);
+		else if (!strcmp(k, "weight_xfactor"))
+			s->weight_xfactor = strtod(v, NULL);
+		else if (!strcmp(k, "starve_after"))
+			s->starve_after = strtoll(v, NULL, 10);
 		else if (!strcmp(k, "predict_runtimes"))
 			s->predict_runtimes = !strcmp(v, "true");
 		else if (!strcmp(k, "lease_timeout"))

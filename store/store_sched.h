@@ -109,7 +109,8 @@ struct store_sched_settings {
 	int half_life;         /* s */
 	int reservation_depth;
 	int max_age;           /* s */
-	double weight_fairshare, weight_age, weight_size;
+	double weight_fairshare, weight_age, weight_size, weight_xfactor;
+	int64_t starve_after;  /* s; 0 = off */
 	bool predict_runtimes;
 	int lease_timeout;     /* s */
 	int64_t now;           /* the transaction's now(), unix seconds */

@@ -54,6 +54,8 @@ static uint64_t settings_hash(const struct sched_settings *st)
 	h = HV(h, st->weight_fairshare);
 	h = HV(h, st->weight_age);
 	h = HV(h, st->weight_size);
+	h = HV(h, st->weight_xfactor);
+	h = HV(h, st->starve_after);
 	h = HV(h, st->max_age);
 	h = HV(h, st->reservation_depth);
 	v = st->preemption;

@@ -221,6 +221,8 @@ int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_sna
 	c->settings.weight_fairshare = db->settings.weight_fairshare;
 	c->settings.weight_age = db->settings.weight_age;
 	c->settings.weight_size = db->settings.weight_size;
+	c->settings.weight_xfactor = db->settings.weight_xfactor;
+	c->settings.starve_after = db->settings.starve_after;
 	c->settings.max_age = db->settings.max_age;
 	c->settings.reservation_depth = db->settings.reservation_depth;
 	c->settings.predict = db->settings.predict_runtimes;

@@ -620,6 +620,28 @@ static void sort_sjf(struct cyc *c, size_t *v, size_t n)
 	free(k);
 }
 
+/*
+ * Expansion factor of a pending job: its bounded slowdown (tau = 10 s) if it
+ * started now, with the runtime it is planned with (prediction or limit). It
+ * grows with the wait, faster for short jobs, so short jobs go first and no
+ * job waits forever (LXF, "largest expansion factor first").
+ */
+/* Above any weighted sum the settings' bounds allow (weights <= 1e9, factors <= 1 but xfactor). */
+#define STARVED_PRIO 1e18
+
+/* The job has waited settings.starve_after or longer. */
+static bool starved(const struct sched_snapshot *s, const struct sched_job *j)
+{
+	return s->settings.starve_after > 0 && s->now - j->submit >= s->settings.starve_after;
+}
+
+static double xfactor(const struct sched_snapshot *s, const struct sched_job *j)
+{
+	double rt = (double)sched_job_runtime(s, j);
+	double wait = s->now > j->submit ? (double)(s->now - j->submit) : 0.0;
+	return (wait + rt) / (rt > 10.0 ? rt : 10.0);
+}
+
 static void compute_order(struct cyc *c)
 {
 	const struct sched_snapshot *s = c->s;
@@ -643,6 +665,10 @@ static void compute_order(struct cyc *c)
 				size = 1;
 			c->prio[i] = s->settings.weight_fairshare * fs + s->settings.weight_age * age +
 			             s->settings.weight_size * size;
+			if (s->settings.weight_xfactor > 0)
+				c->prio[i] += s->settings.weight_xfactor * xfactor(s, j);
+			if (starved(s, j))
+				c->prio[i] = STARVED_PRIO + (double)(s->now - j->submit);
 		}
 	}
 	struct okey *k = sched__scratch(c, SCR_OKEY, (nj + 1) * sizeof(*k), false);
@@ -1168,6 +1194,7 @@ static void run_jobs(struct cyc *c)
 	}
 	bool sjf_done = !s->settings.predict;
 	bool blocked = false;
+	bool guard = false; /* a starved job holds a reservation: backfill behind it by limits */
 	for (size_t oi = 0; oi < nj; oi++) {
 		if (!sjf_done && depth >= 0 && nres >= depth) {
 			/* Reservations are made: backfill the rest shortest-predicted first. */
@@ -1179,6 +1206,8 @@ static void run_jobs(struct cyc *c)
 		struct req q;
 		int qmax = 0;
 		int64_t rt = c->runtime[ji];
+		if (guard)
+			rt = j->time_limit > 0 ? j->time_limit : 1;
 		req_of(c, j, &q);
 		c->d->verdicts[ji].priority = c->prio[ji];
 		if (!admissible(c, ji, &q, &qmax, false)) {
@@ -1218,6 +1247,8 @@ static void run_jobs(struct cyc *c)
 			if (t != SCHED_NEVER) {
 				nres++;
 				commit_reservation(c, ji, t, t + rt, c->sc_alloc, na);
+				if (starved(s, j))
+					guard = true;
 				fmt_time(buf, s->settings.quiet ? 0 : sizeof(buf), c->now, t);
 				verdict(c, ji, SCHED_REASON_RESERVATION, t, "reserved to start at %s", buf);
 				continue;

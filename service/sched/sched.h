@@ -48,6 +48,9 @@ struct sched_settings {
 	double weight_fairshare;  /* settings.weight_fairshare */
 	double weight_age;        /* settings.weight_age */
 	double weight_size;       /* settings.weight_size */
+	double weight_xfactor;    /* settings.weight_xfactor: (wait + planned runtime) / max(runtime, 10 s) */
+	int64_t starve_after;     /* settings.starve_after: a job that waited this long (s) orders before
+	                             every job of its class that did not, oldest first; 0 = off */
 	int64_t max_age;          /* settings.max_age: age factor reaches 1 after this (s) */
 	int reservation_depth;    /* settings.reservation_depth: 0 none, 1 EASY, N conservative-like */
 	bool predict;             /* settings.predict_runtimes: plan with predictions */

@@ -40,6 +40,8 @@ void sim_cluster_init(struct sim_cluster *c)
 	c->settings.weight_fairshare = 10000;
 	c->settings.weight_age = 1000;
 	c->settings.weight_size = 100;
+	c->settings.weight_xfactor = 100;
+	c->settings.starve_after = 259200;
 	c->settings.max_age = 604800;
 	c->settings.reservation_depth = 1;
 	c->half_life = 604800;
@@ -477,9 +479,9 @@ static int parse_classes(struct sim_cluster *c, json_t *arr, struct mu_error *er
 static int parse_settings(struct sim_cluster *c, json_t *o, struct mu_error *err)
 {
 	static const char *const keys[] = { "reservation_depth", "weight_fairshare", "weight_age", "weight_size",
-		                            "max_age", "half_life", "preemption", "predict_runtimes", NULL };
+		                            "weight_xfactor", "starve_after", "max_age", "half_life", "preemption", "predict_runtimes", NULL };
 	const char *w = "settings";
-	long long depth = -1, max_age = c->settings.max_age;
+	long long depth = -1, max_age = c->settings.max_age, starve = c->settings.starve_after;
 	int ret;
 	if (!json_is_object(o))
 		return mu_error_set(err, MU_ETYPE, "settings", "settings must be an object");
@@ -489,10 +491,14 @@ static int parse_settings(struct sim_cluster *c, json_t *o, struct mu_error *err
 	                   w, err)) ||
 	    (ret = get_num(o, "weight_age", 0, 1e9, c->settings.weight_age, &c->settings.weight_age, w, err)) ||
 	    (ret = get_num(o, "weight_size", 0, 1e9, c->settings.weight_size, &c->settings.weight_size, w, err)) ||
+	    (ret = get_num(o, "weight_xfactor", 0, 1e9, c->settings.weight_xfactor, &c->settings.weight_xfactor, w,
+	                   err)) ||
 	    (ret = get_int(o, "max_age", 1, 1LL << 40, c->settings.max_age, &max_age, w, err)) ||
+	    (ret = get_int(o, "starve_after", 0, 1LL << 40, c->settings.starve_after, &starve, w, err)) ||
 	    (ret = get_num(o, "half_life", 0, 1e12, c->half_life, &c->half_life, w, err)) ||
 	    (ret = get_bool(o, "predict_runtimes", false, &c->settings.predict, w, err)))
 		return ret;
+	c->has_predict = json_object_get(o, "predict_runtimes") != NULL;
 	json_t *p = json_object_get(o, "preemption");
 	if (p) {
 		if ((ret = get_bool(o, "preemption", true, &c->settings.preemption, w, err)))
@@ -500,6 +506,7 @@ static int parse_settings(struct sim_cluster *c, json_t *o, struct mu_error *err
 		c->has_preemption = true;
 	}
 	c->settings.max_age = max_age;
+	c->settings.starve_after = starve;
 	if (depth >= 0) {
 		c->settings.reservation_depth = (int)depth;
 		c->has_depth = true;

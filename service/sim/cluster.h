@@ -38,6 +38,7 @@ struct sim_cluster {
 	struct sched_settings settings; /* reservation depth, weights... as the file says */
 	bool has_depth;               /* the file set reservation_depth */
 	bool has_preemption;
+	bool has_predict;             /* the file set predict_runtimes */
 	double half_life;             /* seconds; 0 = no decay */
 	char **strings;               /* everything the structs above point to */
 	size_t nstrings, cap_strings;

@@ -785,6 +785,8 @@ int sim_run(struct sim_cluster *cl, const struct trace *tr, const struct sim_opt
 		s.settings.order = SCHED_ORDER_MULTIFACTOR;
 		if (!cl->has_depth)
 			s.settings.reservation_depth = 1;
+		if (!cl->has_predict)
+			s.settings.predict = true; /* settings.predict_runtimes' default */
 		if (!cl->has_preemption)
 			s.settings.preemption = true;
 		break;

@@ -1,6 +1,8 @@
 # muster-sim: exactness against the published KTH-SP2 EASY schedule, the CLI
 # (formats, errors, determinism), fair-share convergence and randomized
-# simulations under the invariant checker. Python 3 standard library only.
+# simulations under the invariant checker, the expansion-factor order and the starvation
+# bound. Python 3 standard
+# library only.
 if(NOT DEFINED MUSTER_SHARED_DIR)
   set(MUSTER_SHARED_DIR ${CMAKE_SOURCE_DIR}/../shared CACHE PATH
       "the shared folder beside the clone (traces/, tools/)")
@@ -29,3 +31,7 @@ add_test(NAME unit.sim.easy_ref_same
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/sim/test_easy_ref.py
                  $<TARGET_FILE:muster-sim> ${CMAKE_SOURCE_DIR} ${MUSTER_SHARED_DIR})
 set_tests_properties(unit.sim.easy_ref_same PROPERTIES TIMEOUT 120)
+add_test(NAME unit.sim.xfactor_order
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/sim/test_xfactor.py $<TARGET_FILE:muster-sim>)
+add_test(NAME unit.sim.starve_guard
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/sim/test_starve_guard.py $<TARGET_FILE:muster-sim>)
