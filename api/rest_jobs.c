@@ -32,33 +32,15 @@ static double mono_ms(void)
 static int apply_principal(const struct rest_req *rq, struct store_job *j, const char *prefix,
 			   struct mu_error *err)
 {
-	if (rq->who.role == REST_ROLE_ADMIN) {
-		if (!j->tenant)
-			return jv_fail(err, MU_EMISSING, prefix, "tenant",
-				       "required with an admin token");
-		if (!j->user)
-			j->user = rq->who.user ? rq->who.user : "";
-		return 0;
-	}
-	if (j->user)
-		return jv_fail(err, MU_EFORBIDDEN, prefix, "user", "only an admin may set the user");
-	j->user = rq->who.user ? rq->who.user : "";
-	if (!j->tenant)
-		j->tenant = rq->who.tenant;
-	if (!j->tenant)
-		return jv_fail(err, MU_EMISSING, prefix, "tenant", "required");
-	return 0;
+	return ops_job_owner(&rq->who, &j->tenant, &j->user, prefix, err);
 }
 
 /* A job's env values are its user's (and admins'): other readers see the
  * names only. Submit replies skip this: the submitter is the job's user. */
 static void env_scope(const struct rest_req *rq, struct store_job *j)
 {
-	if (rq->who.role == REST_ROLE_ADMIN)
-		return;
-	if (rq->who.user && rq->who.user[0] && j->user && !strcmp(rq->who.user, j->user))
-		return;
-	codec_job_redact_env(j, rq->arena);
+	if (!ops_job_env_visible(&rq->who, j->user))
+		codec_job_redact_env(j, rq->arena);
 }
 
 static void encode_jobs(struct rest_req *rq, struct store_job_submit *s)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "codec_admin.h"
+#include "ops_auth.h"
 #include "rest.h"
 #include "store_tenant.h"
 
@@ -38,7 +39,7 @@ static const char *adup(struct rest_req *rq, const char *s)
 static void flush_done(struct rest_req *rq, void *arg, int rc)
 {
 	if (rc == 0)
-		rest_auth_cache_flush();
+		ops_auth_flush();
 }
 
 static int no_query(struct rest_req *rq)

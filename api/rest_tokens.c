@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "codec_admin.h"
+#include "ops_auth.h"
 #include "rest.h"
 #include "store_auth.h"
 #include "store_token_admin.h"
@@ -176,7 +177,7 @@ static int delete_db(PGconn *db, struct rest_req *rq, void *arg)
 static void flush_done(struct rest_req *rq, void *arg, int rc)
 {
 	if (rc == 0)
-		rest_auth_cache_flush();
+		ops_auth_flush();
 }
 
 int rest_tokens_delete(struct rest_req *rq)

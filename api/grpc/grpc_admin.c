@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "codec_settings.h"
+#include "ops_auth.h"
 #include "store_settings.h"
 #include "codec_admin.h"
 #include "grpc/health/v1/health.pb-c.h"
@@ -176,7 +177,7 @@ static int tenants_update(PGconn *db, struct gcall *c)
 		return ret;
 	/* cached REST principals hold tenant paths, which a move changes */
 	if (patch.set & STORE_TENANT_SET_PARENT)
-		rest_auth_cache_flush_soon();
+		ops_auth_flush();
 	c->resp = &tenant_proto(c, &t)->base;
 	return 0;
 }
@@ -191,7 +192,7 @@ static int tenants_delete(PGconn *db, struct gcall *c)
 	ret = store_tenant_delete(db, r->name, &c->err);
 	if (ret < 0)
 		return ret;
-	rest_auth_cache_flush_soon(); /* the tenant's tokens went with it */
+	ops_auth_flush(); /* the tenant's tokens went with it */
 	return empty_reply(c);
 }
 
@@ -468,7 +469,7 @@ static int tokens_create(PGconn *db, struct gcall *c)
 		return c->err.code;
 	ret = codec_token_new_decode(body, &in, &c->err);
 	if (ret == 0)
-		ret = codec_token_new_authorize(&in, c->role == GR_ADMIN, c->who.tenant, c->who.user,
+		ret = codec_token_new_authorize(&in, c->who.role == GR_ADMIN, c->who.tenant, c->who.user,
 						&c->err);
 	if (ret == 0) {
 		memset(&sin, 0, sizeof(sin));
@@ -478,7 +479,7 @@ static int tokens_create(PGconn *db, struct gcall *c)
 		sin.node = in.node;
 		sin.expires_at = in.expires_at;
 		sin.parent_id = c->who.token_id;
-		sin.bounded = c->role != GR_ADMIN;
+		sin.bounded = c->who.role != GR_ADMIN;
 		ret = store_token_admin_create(db, &c->arena, gcall_scope(c), in.tenant, &sin, &made,
 					       &c->err);
 	}
@@ -559,7 +560,7 @@ static int tokens_revoke(PGconn *db, struct gcall *c)
 	ret = store_token_admin_revoke(db, gcall_scope(c), r->id, &c->err);
 	if (ret < 0)
 		return ret;
-	rest_auth_cache_flush_soon();
+	ops_auth_flush();
 	return empty_reply(c);
 }
 
@@ -643,7 +644,7 @@ static int nodes_get(PGconn *db, struct gcall *c)
 	if ((ret = name_arg(c, r->name)) < 0)
 		return ret;
 	/* agents may read their own node only, as over REST */
-	if (c->role == GR_AGENT && (!c->who.node || strcmp(c->who.node, r->name)))
+	if (!ops_node_visible(&c->who, r->name))
 		return mu_error_set(&c->err, MU_ENOTFOUND, "name", "no such node");
 	return node_reply(db, c, r->name);
 }
@@ -692,16 +693,13 @@ static int nodes_resume(PGconn *db, struct gcall *c)
 /*
  * Each method's roles are its REST route's, read from routes.def by the
  * route handler's name (rest_tenants_update_roles, ...), so the two APIs
- * cannot drift apart. The role bits are the same in both.
+ * cannot drift apart. The role bits are the same in both (ops_principal.h).
  */
 enum {
 #define REST_ROUTE(method, pattern, handler, roles, summary) handler##_roles = (roles) & REST_ANYONE,
 #include "routes.def"
 #undef REST_ROUTE
 };
-_Static_assert((int)GR_ADMIN == (int)REST_ROLE_ADMIN && (int)GR_TENANT == (int)REST_ROLE_TENANT &&
-		       (int)GR_READER == (int)REST_ROLE_READER && (int)GR_AGENT == (int)REST_ROLE_AGENT,
-	       "gRPC and REST role bits differ");
 
 /* ---- settings (REST /v1/settings) ---------------------------------------- */
 

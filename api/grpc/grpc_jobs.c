@@ -55,21 +55,7 @@ static char *S(struct mu_arena *a, const char *s)
 /* The caller's defaults and rights on tenant and user: the REST rules. */
 static int apply_principal(struct gcall *c, struct store_job *j)
 {
-	if (c->role == GR_ADMIN) {
-		if (!j->tenant)
-			return mu_error_set(&c->err, MU_EMISSING, "tenant", "required with an admin token");
-		if (!j->user)
-			j->user = c->who.user ? c->who.user : "";
-		return 0;
-	}
-	if (j->user)
-		return mu_error_set(&c->err, MU_EFORBIDDEN, "user", "only an admin may set the user");
-	j->user = c->who.user ? c->who.user : "";
-	if (!j->tenant)
-		j->tenant = c->who.tenant;
-	if (!j->tenant)
-		return mu_error_set(&c->err, MU_EMISSING, "tenant", "required");
-	return 0;
+	return ops_job_owner(&c->who, &j->tenant, &j->user, NULL, &c->err);
 }
 
 /* ---- store_job -> Job --------------------------------------------------- */
@@ -177,8 +163,7 @@ out:
 /* env values only for the job's user and admins (as REST's rest_jobs.c). */
 static struct store_job *env_scope(struct gcall *c, struct store_job *j)
 {
-	if (c->role != GR_ADMIN &&
-	    !(c->who.user && c->who.user[0] && j->user && !strcmp(c->who.user, j->user)))
+	if (!ops_job_env_visible(&c->who, j->user))
 		codec_job_redact_env(j, &c->arena);
 	return j;
 }
