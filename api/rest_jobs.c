@@ -12,6 +12,7 @@
 #include "codec_job.h"
 #include "jv.h"
 #include "log.h"
+#include "ops_jobs.h"
 #include "rest_metrics.h"
 #include "rest_server.h"
 #include "store_auth.h"
@@ -33,14 +34,6 @@ static int apply_principal(const struct rest_req *rq, struct store_job *j, const
 			   struct mu_error *err)
 {
 	return ops_job_owner(&rq->who, &j->tenant, &j->user, prefix, err);
-}
-
-/* A job's env values are its user's (and admins'): other readers see the
- * names only. Submit replies skip this: the submitter is the job's user. */
-static void env_scope(const struct rest_req *rq, struct store_job *j)
-{
-	if (!ops_job_env_visible(&rq->who, j->user))
-		codec_job_redact_env(j, rq->arena);
 }
 
 static void encode_jobs(struct rest_req *rq, struct store_job_submit *s)
@@ -371,7 +364,7 @@ static int list_run(PGconn *db, struct rest_req *rq, void *arg)
 	struct mu_buf b = MU_BUF_INIT;
 	int ret;
 
-	ret = store_job_list(db, rq->arena, rest_scope_path(rq), &la->f, &la->page, &rq->err);
+	ret = ops_job_list(db, rq->arena, &rq->who, &la->f, &la->page, &rq->err);
 	if (ret < 0)
 		return ret;
 	mu_buf_reserve(&b, la->page.n * 800 + 64);
@@ -379,7 +372,6 @@ static int list_run(PGconn *db, struct rest_req *rq, void *arg)
 	for (size_t i = 0; i < la->page.n; i++) {
 		if (i)
 			mu_buf_addc(&b, ',');
-		env_scope(rq, &la->page.items[i]);
 		codec_job_encode(&la->page.items[i], &b);
 	}
 	mu_buf_adds(&b, "],\"next_cursor\":");
@@ -494,10 +486,9 @@ static int get_run(PGconn *db, struct rest_req *rq, void *arg)
 	struct mu_buf b = MU_BUF_INIT;
 	int ret;
 
-	ret = store_job_get(db, rq->arena, rest_scope_path(rq), *id, &job, &rq->err);
+	ret = ops_job_get(db, rq->arena, &rq->who, *id, &job, &rq->err);
 	if (ret < 0)
 		return ret;
-	env_scope(rq, &job);
 	codec_job_encode(&job, &b);
 	rest_result_text(rq, 200, "application/json", b.p, b.len);
 	rest_jobs_etag(rq, &job);
@@ -520,24 +511,12 @@ static int cancel_run(PGconn *db, struct rest_req *rq, void *arg)
 	int64_t *id = arg;
 	struct store_job job;
 	struct mu_buf b = MU_BUF_INIT;
-	char who[96];
 	int ret;
 
-	snprintf(who, sizeof(who), "token:%lld", (long long)rq->who.token_id);
-	if (id[1]) { /* ?array=true: every task of array *id, else the job alone */
-		int64_t n = 0;
-
-		ret = store_job_cancel_array(db, rq->arena, rest_scope_path(rq), *id, who, &job, &n,
-					     &rq->err);
-		if (ret != MU_ENOTFOUND)
-			goto done;
-		mu_error_clear(&rq->err);
-	}
-	ret = store_job_cancel(db, rq->arena, rest_scope_path(rq), *id, who, &job, &rq->err);
-done:
+	/* ?array=true (id[1]): every task of array *id, else the job alone */
+	ret = ops_job_cancel(db, rq->arena, &rq->who, *id, id[1] != 0, &job, &rq->err);
 	if (ret < 0)
 		return ret;
-	env_scope(rq, &job);
 	codec_job_encode(&job, &b);
 	rest_result_text(rq, 200, "application/json", b.p, b.len);
 	rest_jobs_etag(rq, &job);
