@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "buf.h"
+#include "codec_admin.h"
 #include "codec_job.h"
 #include "jv.h"
 #include "log.h"
@@ -398,14 +399,8 @@ int rest_jobs_list(struct rest_req *rq)
 	ret = rest_query_check(rq, allowed);
 	if (ret < 0)
 		return ret;
-	la->f.limit = 100;
-	if ((s = rest_query(rq, "limit"))) {
-		if (!rest_parse_int(s, INT64_MIN, INT64_MAX, &v))
-			return mu_error_set(&rq->err, MU_ETYPE, "limit", "must be an integer");
-		if (v < 1 || v > 1000)
-			return mu_error_set(&rq->err, MU_ERANGE, "limit", "must be 1..1000");
-		la->f.limit = (int)v;
-	}
+	if ((ret = codec_limit_decode(rest_query(rq, "limit"), &la->f.limit, &rq->err)) < 0)
+		return ret;
 	if ((s = rest_query(rq, "cursor")) && *s) {
 		if (!rest_parse_int(s, 0, INT64_MAX, &v))
 			return mu_error_set(&rq->err, MU_EINVAL, "cursor", "not a cursor from this API");

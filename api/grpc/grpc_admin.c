@@ -14,6 +14,7 @@
 
 #include "codec_settings.h"
 #include "ops_auth.h"
+#include "ops_page.h"
 #include "store_settings.h"
 #include "codec_admin.h"
 #include "grpc/health/v1/health.pb-c.h"
@@ -35,11 +36,8 @@ static void *A(struct gcall *c, size_t n)
 
 static int page_args(struct gcall *c, int32_t size, const char *token, int *limit, const char **cursor)
 {
-	*limit = size ? size : 100;
-	if (*limit < 1 || *limit > 1000)
-		return mu_error_set(&c->err, MU_ERANGE, "page_size", "must be 1..1000");
 	*cursor = token && token[0] ? token : NULL;
-	return 0;
+	return ops_page_size(size, limit, &c->err);
 }
 
 static int name_arg(struct gcall *c, const char *name)

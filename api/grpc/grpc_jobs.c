@@ -26,6 +26,7 @@
 #include "log.h"
 #include "muster/v1/jobs.pb-c.h"
 #include "ops_jobs.h"
+#include "ops_page.h"
 #include "store_event.h"
 #include "store_auth.h"
 #include "store_job.h"
@@ -550,9 +551,8 @@ static int list_run(PGconn *db, struct gcall *c)
 	Muster__V1__ListJobsResponse *resp;
 	int ret;
 
-	f.limit = r->page_size ? r->page_size : 100;
-	if (f.limit < 1 || f.limit > 1000)
-		return mu_error_set(&c->err, MU_ERANGE, "page_size", "must be 1..1000");
+	if ((ret = ops_page_size(r->page_size, &f.limit, &c->err)) < 0)
+		return ret;
 	if (r->page_token && r->page_token[0]) {
 		char *end = NULL;
 		long long v = strtoll(r->page_token, &end, 10);

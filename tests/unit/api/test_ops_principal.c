@@ -1,6 +1,7 @@
 /*
- * The principal rules REST and gRPC share (api/ops/ops_principal.c) and the
- * shared token cache (api/ops/ops_auth.c, without the database).
+ * The principal rules REST and gRPC share (api/ops/ops_principal.c), the
+ * shared token cache (api/ops/ops_auth.c, without the database) and the
+ * page size rule (api/ops/ops_page.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "ops_auth.h"
+#include "ops_page.h"
 #include "ops_principal.h"
 #include "store_auth.h"
 
@@ -172,11 +174,31 @@ static void auth_cache(void **state)
 	mu_arena_release(&a);
 }
 
+static void page_size(void **state)
+{
+	struct mu_error err = { 0 };
+	int limit = -1;
+	(void)state;
+
+	assert_int_equal(ops_page_size(0, &limit, &err), 0);
+	assert_int_equal(limit, 100);
+	assert_int_equal(ops_page_size(1, &limit, &err), 0);
+	assert_int_equal(limit, 1);
+	assert_int_equal(ops_page_size(1000, &limit, &err), 0);
+	assert_int_equal(limit, 1000);
+	assert_int_equal(ops_page_size(1001, &limit, &err), MU_ERANGE);
+	assert_string_equal(err.field, "page_size");
+	assert_int_equal(ops_page_size(-1, &limit, &err), MU_ERANGE);
+	assert_int_equal(ops_page_size(INT32_MIN, &limit, &err), MU_ERANGE);
+	assert_int_equal(ops_page_size(INT32_MAX, &limit, &err), MU_ERANGE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(roles),      cmocka_unit_test(from_store), cmocka_unit_test(scope),
 		cmocka_unit_test(job_owner),  cmocka_unit_test(visibility), cmocka_unit_test(auth_cache),
+		cmocka_unit_test(page_size),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
