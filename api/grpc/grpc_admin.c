@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "codec_settings.h"
-#include "ops_auth.h"
+#include "ops_admin.h"
 #include "ops_page.h"
 #include "store_settings.h"
 #include "codec_admin.h"
@@ -169,13 +169,10 @@ static int tenants_update(PGconn *db, struct gcall *c)
 		return c->err.code;
 	ret = codec_tenant_patch_decode(body, &patch, &c->err);
 	if (ret == 0)
-		ret = store_tenant_update(db, &c->arena, r->tenant->name, &patch, &t, &c->err);
+		ret = ops_tenant_update(db, &c->arena, r->tenant->name, &patch, &t, &c->err);
 	json_decref(body);
 	if (ret < 0)
 		return ret;
-	/* cached REST principals hold tenant paths, which a move changes */
-	if (patch.set & STORE_TENANT_SET_PARENT)
-		ops_auth_flush();
 	c->resp = &tenant_proto(c, &t)->base;
 	return 0;
 }
@@ -187,10 +184,9 @@ static int tenants_delete(PGconn *db, struct gcall *c)
 
 	if ((ret = name_arg(c, r->name)) < 0)
 		return ret;
-	ret = store_tenant_delete(db, r->name, &c->err);
+	ret = ops_tenant_delete(db, r->name, &c->err);
 	if (ret < 0)
 		return ret;
-	ops_auth_flush(); /* the tenant's tokens went with it */
 	return empty_reply(c);
 }
 
@@ -467,31 +463,10 @@ static int tokens_create(PGconn *db, struct gcall *c)
 		return c->err.code;
 	ret = codec_token_new_decode(body, &in, &c->err);
 	if (ret == 0)
-		ret = codec_token_new_authorize(&in, c->who.role == GR_ADMIN, c->who.tenant, c->who.user,
-						&c->err);
+		ret = ops_token_new(&c->who, &in, &sin, &c->err);
+	if (ret == 0)
+		ret = ops_token_create(db, &c->arena, &c->who, in.tenant, &sin, &made, &t, &c->err);
 	if (ret == 0) {
-		memset(&sin, 0, sizeof(sin));
-		sin.name = in.name;
-		sin.role = in.role;
-		sin.user = in.user;
-		sin.node = in.node;
-		sin.expires_at = in.expires_at;
-		sin.parent_id = c->who.token_id;
-		sin.bounded = c->who.role != GR_ADMIN;
-		ret = store_token_admin_create(db, &c->arena, gcall_scope(c), in.tenant, &sin, &made,
-					       &c->err);
-	}
-	if (ret == 0) {
-		memset(&t, 0, sizeof(t));
-		t.id = made.id;
-		t.name = in.name;
-		t.role = in.role;
-		t.tenant = in.tenant;
-		t.user = in.user;
-		t.node = in.node;
-		t.prefix = made.prefix;
-		t.created_at = made.created_at;
-		t.expires_at = made.expires_at;
 		p = token_proto(c, &t); /* copies out of `body` */
 		p->secret = gstr(c, made.secret);
 		c->resp = &p->base;
@@ -546,8 +521,8 @@ static int tokens_get(PGconn *db, struct gcall *c)
 	return 0;
 }
 
-/* DELETE /v1/tokens/{id}: the token fails at once here, over gRPC (no
- * cache) and REST (its cache is flushed before the next lookup). */
+/* DELETE /v1/tokens/{id}: the token fails at once on this replica, over
+ * both APIs (the shared cache is flushed). */
 static int tokens_revoke(PGconn *db, struct gcall *c)
 {
 	const Muster__V1__RevokeTokenRequest *r = (const void *)c->req;
@@ -555,10 +530,9 @@ static int tokens_revoke(PGconn *db, struct gcall *c)
 
 	if ((ret = token_id_arg(c, r->id)) < 0)
 		return ret;
-	ret = store_token_admin_revoke(db, gcall_scope(c), r->id, &c->err);
+	ret = ops_token_revoke(db, &c->who, r->id, &c->err);
 	if (ret < 0)
 		return ret;
-	ops_auth_flush();
 	return empty_reply(c);
 }
 
