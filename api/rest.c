@@ -29,6 +29,7 @@
 #include "api_tls.h"
 #include "jv.h"
 #include "log.h"
+#include "ops_auth.h"
 #include "rest_cors.h"
 #include "rest_ui.h"
 #include "rest_gate.h"
@@ -45,20 +46,14 @@ static char *astrndup(struct mu_arena *a, const char *s, size_t n)
 
 /* ---- the route table ---------------------------------------------------- */
 
-struct rest_route {
-	const char *method;
-	const char *pattern;
-	int (*handler)(struct rest_req *rq);
-	int roles;
-	const char *summary;
-};
-
-static const struct rest_route routes[] = {
-#define REST_ROUTE(m, pattern, handler, roles, summary) { #m, pattern, handler, roles, summary },
+/* The handlers of routes.def, in its order: index i serves ops_routes[i]. */
+static int (*const handlers[])(struct rest_req *rq) = {
+#define REST_ROUTE(m, pattern, handler, roles, summary) handler,
 #include "routes.def"
 #undef REST_ROUTE
 };
-#define NROUTES (sizeof(routes) / sizeof(routes[0]))
+#define NROUTES (sizeof(handlers) / sizeof(handlers[0]))
+#define routes ops_routes
 
 /* ---- metrics (loop thread only, except the pool gauge) ------------------ */
 
@@ -120,7 +115,7 @@ const struct rest_config *rest_server_config(void)
 }
 
 #define MAX_HEADERS 8
-#define MAX_QUERY 64
+#define MAX_QUERY OPS_ROUTER_MAX_QUERY
 
 struct ctx {
 	struct rest_req rq;
@@ -138,11 +133,8 @@ struct ctx {
 	void *arg;
 	h2o_multithread_message_t msg;
 
-	const char *pnames[REST_MAX_PARAMS], *pvals[REST_MAX_PARAMS];
-	size_t np;
-	const char *qk[MAX_QUERY], *qv[MAX_QUERY];
-	size_t nq;
-	bool query_too_long;
+	struct ops_route_match m; /* the route's path parameters */
+	struct ops_query q;
 	const char *hn[MAX_HEADERS], *hv[MAX_HEADERS];
 	size_t nh;
 	const char *ctype;    /* rest_result_text */
@@ -365,9 +357,9 @@ const char *rest_param(const struct rest_req *rq, const char *name)
 {
 	const struct ctx *c = ctx_of(rq);
 
-	for (size_t i = 0; i < c->np; i++)
-		if (!strcmp(c->pnames[i], name))
-			return c->pvals[i];
+	for (size_t i = 0; i < c->m.np; i++)
+		if (!strcmp(c->m.names[i], name))
+			return c->m.vals[i];
 	return NULL;
 }
 
@@ -375,9 +367,9 @@ const char *rest_query(const struct rest_req *rq, const char *name)
 {
 	const struct ctx *c = ctx_of(rq);
 
-	for (size_t i = 0; i < c->nq; i++)
-		if (!strcmp(c->qk[i], name))
-			return c->qv[i];
+	for (size_t i = 0; i < c->q.n; i++)
+		if (!strcmp(c->q.keys[i], name))
+			return c->q.vals[i];
 	return NULL;
 }
 
@@ -386,10 +378,10 @@ size_t rest_query_all(const struct rest_req *rq, const char *name, const char **
 	const struct ctx *c = ctx_of(rq);
 	size_t n = 0;
 
-	*vals = mu_arena_alloc(rq->arena, sizeof(**vals) * (c->nq + 1));
-	for (size_t i = 0; i < c->nq; i++)
-		if (!strcmp(c->qk[i], name))
-			(*vals)[n++] = c->qv[i];
+	*vals = mu_arena_alloc(rq->arena, sizeof(**vals) * (c->q.n + 1));
+	for (size_t i = 0; i < c->q.n; i++)
+		if (!strcmp(c->q.keys[i], name))
+			(*vals)[n++] = c->q.vals[i];
 	return n;
 }
 
@@ -412,17 +404,17 @@ int rest_query_check(struct rest_req *rq, const char *const *allowed)
 {
 	const struct ctx *c = ctx_of(rq);
 
-	if (c->query_too_long)
+	if (c->q.too_many)
 		return mu_error_set(&rq->err, MU_EINVAL, "", "more than %d query parameters",
 				    MAX_QUERY);
-	for (size_t i = 0; i < c->nq; i++) {
+	for (size_t i = 0; i < c->q.n; i++) {
 		const char *const *a = allowed;
 
-		while (*a && strcmp(*a, c->qk[i]))
+		while (*a && strcmp(*a, c->q.keys[i]))
 			a++;
 		if (!*a) {
 			mu_error_set(&rq->err, MU_EUNKNOWNFIELD, "", "unknown query parameter");
-			snprintf(rq->err.field, sizeof(rq->err.field), "%s", c->qk[i]);
+			snprintf(rq->err.field, sizeof(rq->err.field), "%s", c->q.keys[i]);
 			return MU_EUNKNOWNFIELD;
 		}
 	}
@@ -462,26 +454,12 @@ int rest_body_json(struct rest_req *rq, json_t **out)
 
 const char *rest_scope_path(const struct rest_req *rq)
 {
-	if (rq->who.role == REST_ROLE_ADMIN)
-		return NULL;
-	/* a tenant token always has a tenant (schema CHECK); should one ever
-	 * lack it, it sees nothing rather than everything */
-	if (!rq->who.tenant_path && rq->who.role == REST_ROLE_TENANT)
-		return "\x01none";
-	return rq->who.tenant_path;
+	return ops_scope_path(&rq->who);
 }
 
 bool rest_tenant_visible(const struct rest_req *rq, const char *tenant_path)
 {
-	const char *scope = rest_scope_path(rq);
-	size_t n;
-
-	if (!scope)
-		return true;
-	if (!tenant_path)
-		return false;
-	n = strlen(scope);
-	return !strncmp(scope, tenant_path, n) && (tenant_path[n] == '\0' || tenant_path[n] == '/');
+	return ops_tenant_visible(&rq->who, tenant_path);
 }
 
 /* ---- deferred work --------------------------------------------------------- */
@@ -713,166 +691,17 @@ void *rest_work_arg(struct store_work *w)
 
 /* ---- auth ------------------------------------------------------------------ */
 
-#define AUTH_CACHE_SIZE 1024
-#define AUTH_CACHE_TTL 2.0
-
-struct auth_entry {
-	char sha[65];
-	double expires;
-	int role;
-	int64_t token_id, tenant_id;
-	char *tenant, *tenant_path, *user, *node;
-};
-static struct auth_entry auth_cache[AUTH_CACHE_SIZE];
-
-/* Failed lookups, remembered briefly so a repeated bogus token costs no
- * query (a token created meanwhile has a fresh random secret, so a
- * negative entry never hides a valid token). */
-#define AUTH_NEG_SIZE 4096
-#define AUTH_NEG_TTL 5.0
-struct auth_neg {
-	char sha[65];
-	double expires;
-};
-static struct auth_neg auth_neg[AUTH_NEG_SIZE];
-
-static void auth_entry_clear(struct auth_entry *e)
-{
-	mu_free(e->tenant);
-	mu_free(e->tenant_path);
-	mu_free(e->user);
-	mu_free(e->node);
-	memset(e, 0, sizeof(*e));
-}
-
-void rest_auth_cache_flush(void)
-{
-	for (size_t i = 0; i < AUTH_CACHE_SIZE; i++)
-		auth_entry_clear(&auth_cache[i]);
-}
-
-static void auth_flush_if_asked(void);
-
-/* Flush requests from other threads (gRPC), honoured by the next lookup. */
-static atomic_uint auth_flush_asked;
-static unsigned auth_flush_done;
-
-void rest_auth_cache_flush_soon(void)
-{
-	atomic_fetch_add(&auth_flush_asked, 1);
-}
-
-static void auth_flush_if_asked(void)
-{
-	if (atomic_load(&auth_flush_asked) != auth_flush_done) {
-		auth_flush_done = atomic_load(&auth_flush_asked);
-		rest_auth_cache_flush();
-	}
-}
-
-static size_t auth_slot(const char *sha)
-{
-	size_t h = 0;
-
-	for (int i = 0; i < 12; i++)
-		h = h * 16 + (size_t)(sha[i] <= '9' ? sha[i] - '0' : sha[i] - 'a' + 10);
-	return h % AUTH_CACHE_SIZE;
-}
-
-static int role_of(const char *s)
-{
-	if (!s)
-		return 0;
-	if (!strcmp(s, "admin"))
-		return REST_ROLE_ADMIN;
-	if (!strcmp(s, "tenant"))
-		return REST_ROLE_TENANT;
-	if (!strcmp(s, "reader"))
-		return REST_ROLE_READER;
-	if (!strcmp(s, "agent"))
-		return REST_ROLE_AGENT;
-	return 0;
-}
-
-static const char *adup(struct mu_arena *a, const char *s)
-{
-	return s ? mu_arena_strdup(a, s) : NULL;
-}
-
-int rest__auth_cached(const char *sha)
-{
-	struct auth_entry *e;
-	struct auth_neg *n;
-	double now = now_s();
-
-	auth_flush_if_asked();
-	e = &auth_cache[auth_slot(sha)];
-	if (!strcmp(e->sha, sha) && e->expires > now)
-		return 1;
-	n = &auth_neg[auth_slot(sha) % AUTH_NEG_SIZE];
-	if (!strcmp(n->sha, sha) && n->expires > now)
-		return -1;
-	return 0;
-}
-
-bool rest__auth_known_good(const char *sha)
-{
-	return !strcmp(auth_cache[auth_slot(sha)].sha, sha);
-}
-
-static void auth_remember(const char *sha, int role, int64_t token_id, int64_t tenant_id,
-			  const char *tenant, const char *tenant_path, const char *user,
-			  const char *node)
-{
-	struct auth_entry *e = &auth_cache[auth_slot(sha)];
-
-	auth_entry_clear(e);
-	memcpy(e->sha, sha, sizeof(e->sha));
-	e->expires = now_s() + AUTH_CACHE_TTL;
-	e->role = role;
-	e->token_id = token_id;
-	e->tenant_id = tenant_id;
-	e->tenant = tenant ? mu_strdup(tenant) : NULL;
-	e->tenant_path = tenant_path ? mu_strdup(tenant_path) : NULL;
-	e->user = mu_strdup(user ? user : "");
-	e->node = node ? mu_strdup(node) : NULL;
-}
-
-void rest__auth_remember(const char *sha, const struct store_principal *p)
-{
-	auth_remember(sha, role_of(p->role), p->token_id, p->tenant_id, p->tenant, p->tenant_path,
-		      p->user, p->node);
-}
-
-void rest__auth_remember_bad(const char *sha)
-{
-	struct auth_neg *n = &auth_neg[auth_slot(sha) % AUTH_NEG_SIZE];
-	struct auth_entry *e = &auth_cache[auth_slot(sha)];
-
-	if (!strcmp(e->sha, sha))
-		auth_entry_clear(e); /* revoked: no longer "known good" */
-	memcpy(n->sha, sha, sizeof(n->sha));
-	n->expires = now_s() + AUTH_NEG_TTL;
-}
-
 static int auth_lookup(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct ctx *c = ctx_of(rq);
-	struct store_principal p;
+	bool asked_db;
 	int ret;
 
-	rest__token_lookup_counted();
-	ret = store_auth_lookup(db, rq->arena, c->secret, &p, &rq->err);
-	if (ret < 0)
-		return ret;
-	rq->who.role = role_of(p.role);
-	rq->who.token_id = p.token_id;
-	rq->who.tenant_id = p.tenant_id;
-	rq->who.tenant = p.tenant;
-	rq->who.tenant_path = p.tenant_path;
-	rq->who.user = p.user ? p.user : "";
-	rq->who.node = p.node;
-	return 0;
+	(void)arg;
+	ret = ops_auth_check(db, rq->arena, c->secret, c->token_sha, &rq->who, &rq->err, &asked_db);
+	if (asked_db)
+		rest__token_lookup_counted();
+	return ret;
 }
 
 static void dispatch(struct ctx *c);
@@ -896,14 +725,11 @@ static void auth_done(struct rest_req *rq, void *arg, int rc)
 {
 	struct ctx *c = ctx_of(rq);
 
-	if (rc == MU_EUNAUTH) {
-		rest__auth_remember_bad(c->token_sha);
+	(void)arg;
+	if (rc == MU_EUNAUTH)
 		auth_failed(c);
-	}
 	if (rc < 0 || rq->gone)
 		return; /* the framework replies with rq->err */
-	auth_remember(c->token_sha, rq->who.role, rq->who.token_id, rq->who.tenant_id,
-		      rq->who.tenant, rq->who.tenant_path, rq->who.user, rq->who.node);
 	dispatch(c);
 }
 
@@ -938,7 +764,6 @@ static int authenticate(struct ctx *c)
 {
 	struct rest_req *rq = &c->rq;
 	const char *h = rest_header(rq, "authorization");
-	struct auth_entry *e;
 	int known = 0;
 
 	if (!h || strncasecmp(h, "Bearer ", 7))
@@ -950,164 +775,22 @@ static int authenticate(struct ctx *c)
 		return auth_refuse(c, "invalid token");
 	c->secret = h;
 	store_auth_hash(h, c->token_sha);
-	known = rest__auth_cached(c->token_sha);
+	known = ops_auth_cached(c->token_sha, rq->arena, &rq->who);
 	if (known < 0)
 		return auth_refuse(c, "invalid token");
-	if (!known && !rest__auth_known_good(c->token_sha) && auth_limited(c))
-		return MU_EQUOTA;
-	e = &auth_cache[auth_slot(c->token_sha)];
-	if (known > 0) {
-		rq->who.role = e->role;
-		rq->who.token_id = e->token_id;
-		rq->who.tenant_id = e->tenant_id;
-		rq->who.tenant = adup(rq->arena, e->tenant);
-		rq->who.tenant_path = adup(rq->arena, e->tenant_path);
-		rq->who.user = adup(rq->arena, e->user);
-		rq->who.node = adup(rq->arena, e->node);
+	if (known > 0)
 		return 0;
-	}
+	if (!ops_auth_known_good(c->token_sha) && auth_limited(c))
+		return MU_EQUOTA;
 	rest_defer(rq, auth_lookup, auth_done, NULL);
 	return 1;
 }
 
 /* ---- routing ----------------------------------------------------------------- */
 
-static int unhex(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
-/* %xx-decodes (and '+' -> ' ' in queries) into the arena; NULL when the
- * result is not valid UTF-8 or holds a NUL. */
-static const char *decode(struct mu_arena *a, const char *s, size_t n, bool query)
-{
-	char *o = mu_arena_alloc(a, n + 1);
-	size_t j = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] == '%' && i + 2 < n && unhex(s[i + 1]) >= 0 && unhex(s[i + 2]) >= 0) {
-			o[j++] = (char)(unhex(s[i + 1]) * 16 + unhex(s[i + 2]));
-			i += 2;
-		} else if (query && s[i] == '+') {
-			o[j++] = ' ';
-		} else {
-			o[j++] = s[i];
-		}
-	}
-	o[j] = '\0';
-	if (memchr(o, '\0', j) || !jv_utf8_valid(o, j))
-		return NULL;
-	return o;
-}
-
-static bool parse_query(struct ctx *c, const char *q, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n) {
-		size_t end = i, eq;
-
-		while (end < n && q[end] != '&')
-			end++;
-		eq = i;
-		while (eq < end && q[eq] != '=')
-			eq++;
-		if (end > i) {
-			const char *k, *v;
-
-			if (c->nq == MAX_QUERY) {
-				c->query_too_long = true;
-				return true;
-			}
-			k = decode(c->rq.arena, q + i, eq - i, true);
-			v = eq < end ? decode(c->rq.arena, q + eq + 1, end - eq - 1, true) : "";
-			if (!k || !v)
-				return false;
-			c->qk[c->nq] = k;
-			c->qv[c->nq] = v;
-			c->nq++;
-		}
-		i = end + 1;
-	}
-	return true;
-}
-
-/* Matches `path` against a pattern; fills params on success. */
-static bool match(struct ctx *c, const char *pattern, const char *path, size_t plen)
-{
-	const char *p = pattern, *s = path, *end = path + plen;
-
-	c->np = 0;
-	while (*p && s < end) {
-		const char *pseg_end, *sseg_end;
-
-		if (*p != '/' || *s != '/')
-			return false;
-		p++;
-		s++;
-		pseg_end = strchr(p, '/');
-		if (!pseg_end)
-			pseg_end = p + strlen(p);
-		sseg_end = memchr(s, '/', (size_t)(end - s));
-		if (!sseg_end)
-			sseg_end = end;
-		if (*p == '{') {
-			const char *v;
-
-			if (sseg_end == s || c->np == REST_MAX_PARAMS)
-				return false;
-			v = decode(c->rq.arena, s, (size_t)(sseg_end - s), false);
-			if (!v)
-				return false;
-			c->pnames[c->np] = astrndup(c->rq.arena, p + 1,
-							     (size_t)(pseg_end - p - 2));
-			c->pvals[c->np] = v;
-			c->np++;
-		} else if ((size_t)(pseg_end - p) != (size_t)(sseg_end - s) ||
-			   memcmp(p, s, (size_t)(pseg_end - p))) {
-			return false;
-		}
-		p = pseg_end;
-		s = sseg_end;
-	}
-	return !*p && s == end;
-}
-
-int rest__route_find(const char *method, size_t mlen, const char *path, size_t plen, int *roles)
-{
-	struct ctx c = { 0 };
-	struct mu_arena a;
-	bool path_matched = false;
-	int found = MU_ENOTFOUND;
-
-	mu_arena_init(&a, 1024);
-	c.rq.arena = &a;
-	for (size_t i = 0; i < NROUTES; i++) {
-		if (!match(&c, routes[i].pattern, path, plen))
-			continue;
-		path_matched = true;
-		if (strlen(routes[i].method) == mlen && !memcmp(routes[i].method, method, mlen)) {
-			found = (int)i;
-			*roles = routes[i].roles;
-			break;
-		}
-	}
-	mu_arena_release(&a);
-	if (found < 0 && path_matched)
-		found = MU_EMETHOD;
-	return found;
-}
-
 static void run_handler(struct ctx *c)
 {
-	const struct rest_route *r = &routes[c->route];
-	int rc = r->handler(&c->rq);
+	int rc = handlers[c->route](&c->rq);
 
 	if (c->in_flight)
 		return; /* deferred: the completion replies */
@@ -1116,9 +799,9 @@ static void run_handler(struct ctx *c)
 
 static void dispatch(struct ctx *c)
 {
-	const struct rest_route *r = &routes[c->route];
+	const struct ops_route_def *r = &routes[c->route];
 
-	if (!(r->roles & c->rq.who.role & 0xff)) {
+	if (!(r->roles & c->rq.who.role & OPS_ROLE_MASK)) {
 		mu_error_set(&c->rq.err, MU_EFORBIDDEN, "", "role not allowed to %s %s", r->method,
 			     r->pattern);
 		finish(c, MU_EFORBIDDEN);
@@ -1132,19 +815,9 @@ static void dispatch(struct ctx *c)
 static void preflight(struct ctx *c, size_t plen)
 {
 	h2o_req_t *req = c->req;
-	char methods[128] = "OPTIONS";
-	size_t n = strlen(methods);
+	char methods[128];
 
-	for (size_t i = 0; i < NROUTES; i++) {
-		const char *m = routes[i].method;
-
-		if (!match(c, routes[i].pattern, req->path.base, plen) || strstr(methods, m))
-			continue;
-		n += (size_t)snprintf(methods + n, sizeof(methods) - n, ", %s", m);
-		if (n >= sizeof(methods))
-			break;
-	}
-	c->np = 0;
+	ops_router_methods(&c->arena, req->path.base, plen, methods, sizeof(methods));
 	c->replied = true;
 	add_header(req, "allow", methods);
 	rest_cors_preflight(req, methods);
@@ -1160,7 +833,6 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 	struct ctx *c = mu_calloc(1, sizeof(*c));
 	struct ctx **slot;
 	size_t plen = req->query_at != SIZE_MAX ? req->query_at : req->path.len;
-	bool path_matched = false;
 	size_t limit;
 	int rc = 0;
 
@@ -1178,7 +850,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 	*slot = c;
 
 	if (req->query_at != SIZE_MAX &&
-	    !parse_query(c, req->path.base + req->query_at + 1, req->path.len - req->query_at - 1)) {
+	    !ops_router_query(&c->arena, req->path.base + req->query_at + 1,
+			      req->path.len - req->query_at - 1, &c->q)) {
 		rc = mu_error_set(&c->rq.err, MU_EUTF8, "", "the query string is not valid UTF-8");
 		goto out;
 	}
@@ -1186,26 +859,19 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 		rc = rest_ui_serve(&c->rq);
 		goto out;
 	}
-	for (size_t i = 0; i < NROUTES; i++) {
-		if (!match(c, routes[i].pattern, req->path.base, plen))
-			continue;
-		path_matched = true;
-		if (req->method.len == 7 && !memcmp(req->method.base, "OPTIONS", 7)) {
-			preflight(c, plen);
-			return 0;
-		}
-		if (strlen(routes[i].method) == req->method.len &&
-		    !memcmp(routes[i].method, req->method.base, req->method.len)) {
-			c->route = (int)i;
-			break;
-		}
+	rc = ops_router_find(&c->arena, req->method.base, req->method.len, req->path.base, plen,
+			     &c->m);
+	if (rc == MU_EMETHOD && req->method.len == 7 && !memcmp(req->method.base, "OPTIONS", 7)) {
+		preflight(c, plen);
+		return 0;
 	}
-	if (c->route < 0) {
-		c->np = 0;
-		rc = path_matched ? mu_error_set(&c->rq.err, MU_EMETHOD, "", "method not allowed")
-				  : mu_error_set(&c->rq.err, MU_ENOTFOUND, "", "no such resource");
+	if (rc < 0) {
+		rc = rc == MU_EMETHOD ? mu_error_set(&c->rq.err, MU_EMETHOD, "", "method not allowed")
+				      : mu_error_set(&c->rq.err, MU_ENOTFOUND, "", "no such resource");
 		goto out;
 	}
+	c->route = rc;
+	rc = 0;
 	limit = routes[c->route].roles & REST_BIG_BODY ? cfg.max_batch_body : cfg.max_body;
 	if (req->entity.len > limit) {
 		rc = mu_error_set(&c->rq.err, MU_ETOOBIG, "", "the body is over %zu bytes", limit);
@@ -1220,7 +886,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 		c->rq.body = b;
 		c->rq.body_len = req->entity.len;
 	}
-	if (routes[c->route].roles & 0xff) {
+	if (routes[c->route].roles & OPS_ROLE_MASK) {
 		rc = authenticate(c);
 		if (rc == 1)
 			return 0; /* auth_done dispatches */

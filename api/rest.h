@@ -53,47 +53,34 @@
 
 #include "alloc.h"
 #include "error.h"
+#include "ops_principal.h"
+#include "ops_router.h"
 
 struct pg_conn; /* libpq's PGconn: only store/ looks inside */
 
-/* Roles, as a bitmask: a route lists the roles allowed to call it. */
-enum rest_role {
-	REST_ROLE_ADMIN = 1 << 0,
-	REST_ROLE_TENANT = 1 << 1,
-	REST_ROLE_READER = 1 << 2,
-	REST_ROLE_AGENT = 1 << 3,
-};
-#define REST_PUBLIC 0 /* no token needed */
-#define REST_ADMIN (REST_ROLE_ADMIN)
-#define REST_WRITERS (REST_ROLE_ADMIN | REST_ROLE_TENANT)
-#define REST_READERS (REST_ROLE_ADMIN | REST_ROLE_TENANT | REST_ROLE_READER)
-#define REST_ANYONE (REST_ROLE_ADMIN | REST_ROLE_TENANT | REST_ROLE_READER | REST_ROLE_AGENT)
-/* Not a role: a route flag that selects the --max-batch-body limit. */
-#define REST_BIG_BODY (1 << 8)
+/*
+ * Roles, as a bitmask: a route lists the roles allowed to call it. The
+ * masks (REST_PUBLIC, REST_ADMIN, REST_WRITERS, REST_READERS, REST_ANYONE,
+ * REST_BIG_BODY: a route flag that selects the --max-batch-body limit) and
+ * the router are api/ops/ops_router.h; the principal and its rules (scope,
+ * job owner, env and node visibility) api/ops/ops_principal.h, shared with
+ * gRPC.
+ */
+#define REST_ROLE_ADMIN OPS_ROLE_ADMIN
+#define REST_ROLE_TENANT OPS_ROLE_TENANT
+#define REST_ROLE_READER OPS_ROLE_READER
+#define REST_ROLE_AGENT OPS_ROLE_AGENT
 
-/* Who is calling (filled by the auth middleware; zeroed on public routes). */
-struct rest_principal {
-	int role;                /* one REST_ROLE_*; 0 = anonymous (public route) */
-	int64_t token_id;
-	int64_t tenant_id;       /* 0 = not scoped to a tenant (admin, global reader) */
-	const char *tenant;      /* tenant name, or NULL when not scoped */
-	const char *tenant_path; /* "root/ml/vision", or NULL when not scoped */
-	const char *user;        /* token's user_name, "" when none */
-	const char *node;        /* agent tokens: the node name, else NULL */
-};
+#define REST_MAX_PARAMS OPS_ROUTER_MAX_PARAMS
 
-#define REST_MAX_PARAMS 4
-
-struct rest_route; /* generated from routes.def; opaque */
 
 struct rest_req {
 	struct mu_arena *arena;    /* per request; freed after the reply */
 	const char *method;        /* "GET", ... (arena) */
 	const char *path;          /* decoded path, without the query (arena) */
-	const struct rest_route *route;
 	const char *body;          /* NUL-terminated copy of the body (arena); "" when none */
 	size_t body_len;
-	struct rest_principal who;
+	struct ops_principal who;  /* filled by the auth middleware; zeroed on public routes */
 	struct mu_error err;       /* filled by whoever fails */
 
 	/* Reply, set by rest_result*(); sent by the framework. */
@@ -168,10 +155,8 @@ int rest_defer(struct rest_req *rq, rest_db_fn fn, rest_done_fn done, void *arg)
 const char *rest_scope_path(const struct rest_req *rq);
 bool rest_tenant_visible(const struct rest_req *rq, const char *tenant_path);
 
-/* Forgets cached token lookups (call after revoking or changing a token). */
-void rest_auth_cache_flush(void);
-/* The same from any thread (gRPC writes): done before the next REST lookup. */
-void rest_auth_cache_flush_soon(void);
+/* Cached token lookups: api/ops/ops_auth.h (shared with gRPC); call
+ * ops_auth_flush() after revoking or re-scoping tokens. */
 
 /* Handler prototypes, generated from the route table. */
 #define REST_ROUTE(method, pattern, handler, roles, summary) int handler(struct rest_req *rq);

@@ -23,6 +23,8 @@
 #include <time.h>
 
 #include "log.h"
+#include "ops_auth.h"
+#include "ops_router.h"
 #include "pool.h"
 #include "store_auth.h"
 
@@ -201,7 +203,7 @@ struct gate_conn {
 	bool arena_live;
 	char secret[257];
 	char sha[65];
-	struct store_principal p;
+	struct ops_principal p;
 };
 
 static void gate_closed(void *data)
@@ -330,8 +332,12 @@ static int lookup_run(PGconn *db, struct store_work *w)
 {
 	struct gate_conn *g = w->arg;
 
-	rest__token_lookup_counted();
-	return store_auth_lookup(db, &g->arena, g->secret, &g->p, &w->err);
+	bool asked_db;
+	int ret = ops_auth_check(db, &g->arena, g->secret, g->sha, &g->p, &w->err, &asked_db);
+
+	if (asked_db)
+		rest__token_lookup_counted();
+	return ret;
 }
 
 static void lookup_complete(struct store_work *w)
@@ -352,10 +358,8 @@ static void on_lookups(h2o_multithread_receiver_t *r, h2o_linklist_t *messages)
 		h2o_linklist_unlink(&m->link);
 		g->in_lookup = false;
 		if (g->work.rc == 0) {
-			rest__auth_remember(g->sha, &g->p);
 			hand_over(g);
 		} else if (g->work.rc == MU_EUNAUTH) {
-			rest__auth_remember_bad(g->sha);
 			rest_gate_auth_failed((struct sockaddr *)&g->peer);
 			refuse(g, MU_EUNAUTH, 0, 1, "invalid token");
 		} else {
@@ -519,7 +523,13 @@ static void check_request(struct gate_conn *g)
 		roles = 0;
 		limit = 0;
 	} else {
-		route = rest__route_find(h.method, h.mlen, h.target, plen, &roles);
+		struct ops_route_match rm;
+		struct mu_arena ra;
+
+		mu_arena_init(&ra, 1024);
+		route = ops_router_find(&ra, h.method, h.mlen, h.target, plen, &rm);
+		mu_arena_release(&ra);
+		roles = route >= 0 ? ops_routes[route].roles : 0;
 		if (route == MU_EMETHOD) {
 			refuse(g, MU_EMETHOD, 0, -1, "method not allowed");
 			return;
@@ -571,7 +581,7 @@ static void check_request(struct gate_conn *g)
 	memcpy(g->secret, tok, toklen);
 	g->secret[toklen] = '\0';
 	store_auth_hash(g->secret, g->sha);
-	switch (rest__auth_cached(g->sha)) {
+	switch (ops_auth_cached(g->sha, NULL, NULL)) {
 	case 1:
 		hand_over(g);
 		return;
@@ -581,7 +591,7 @@ static void check_request(struct gate_conn *g)
 	default:
 		break;
 	}
-	if (!rest__auth_known_good(g->sha) &&
+	if (!ops_auth_known_good(g->sha) &&
 	    rest_gate_auth_limited((struct sockaddr *)&g->peer, &retry)) {
 		refuse(g, MU_EQUOTA, retry, 2, "too many failed logins from this address");
 		return;

@@ -50,18 +50,8 @@ void rest_gate_auth_failed(const struct sockaddr *sa);
 /* Appends the gate's metrics (open connections, refusals, auth failures). */
 void rest_gate_metrics_render(struct mu_buf *b);
 
-/* Provided by the framework (rest.c) for the gate. */
-struct store_principal;
-/* The route index for method + raw path (no query), or MU_ENOTFOUND /
- * MU_EMETHOD; *roles gets the route's roles mask. */
-int rest__route_find(const char *method, size_t mlen, const char *path, size_t plen, int *roles);
-/* Token cache by secret hash: 1 = valid (fresh entry), -1 = known invalid
- * (fresh negative entry), 0 = unknown. */
-int rest__auth_cached(const char *sha);
-/* The hash was valid at its last lookup (even if that entry went stale). */
-bool rest__auth_known_good(const char *sha);
-void rest__auth_remember(const char *sha, const struct store_principal *p);
-void rest__auth_remember_bad(const char *sha);
+/* Provided by the framework (rest.c) for the gate. The router is
+ * api/ops/ops_router.h, the token cache api/ops/ops_auth.h. */
 /* Counts one token lookup sent to the database (any thread). */
 void rest__token_lookup_counted(void);
 

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "buf.h"
+#include "codec_admin.h"
 #include "codec_job.h"
 #include "rest_server.h"
 #include "slurmtime.h"
@@ -80,14 +81,8 @@ int rest_history_list(struct rest_req *rq)
 
 	if ((ret = rest_query_check(rq, allowed)) < 0)
 		return ret;
-	ha->f.limit = 100;
-	if ((s = rest_query(rq, "limit"))) {
-		if (!rest_parse_int(s, INT64_MIN, INT64_MAX, &v))
-			return mu_error_set(&rq->err, MU_ETYPE, "limit", "must be an integer");
-		if (v < 1 || v > 1000)
-			return mu_error_set(&rq->err, MU_ERANGE, "limit", "must be 1..1000");
-		ha->f.limit = (int)v;
-	}
+	if ((ret = codec_limit_decode(rest_query(rq, "limit"), &ha->f.limit, &rq->err)) < 0)
+		return ret;
 	if ((s = rest_query(rq, "cursor")) && *s) {
 		const char *dot = strchr(s, '.');
 		char us[24];

@@ -5,6 +5,7 @@
 
 #include "buf.h"
 #include "codec_job.h"
+#include "ops_jobs.h"
 #include "rest.h"
 #include "rest_jobs.h"
 #include "store_job.h"
@@ -78,26 +79,17 @@ static int ctl_run(struct pg_conn *db, struct rest_req *rq, void *arg)
 {
 	struct ctl *c = arg;
 	struct store_job job;
-	struct admit_problem pb = { 0 };
-	char who[96];
 	int ret;
 
-	if (rq->who.user && *rq->who.user)
-		snprintf(who, sizeof(who), "token:%lld (%s)", (long long)rq->who.token_id, rq->who.user);
-	else
-		snprintf(who, sizeof(who), "token:%lld", (long long)rq->who.token_id);
 	if (c->patch)
-		ret = store_job_update(db, rq->arena, rest_scope_path(rq), c->id, &c->p, c->if_match, who,
-				       &job, &pb, &rq->err);
+		ret = ops_job_update(db, rq->arena, &rq->who, c->id, &c->p, c->if_match, &job, &rq->err);
 	else
-		ret = store_job_control(db, rq->arena, rest_scope_path(rq), c->id, c->op, c->if_match,
-					who, &job, &rq->err);
+		ret = ops_job_control(db, rq->arena, &rq->who, c->id, c->op, c->if_match, &job,
+				      &rq->err);
 	json_decref(c->body);
 	c->body = NULL;
-	if (ret < 0) {
-		codec_job_problem_field(&pb, false, &rq->err);
+	if (ret < 0)
 		return ret;
-	}
 	reply(rq, &job);
 	return 0;
 }

@@ -9,9 +9,11 @@
 #include <time.h>
 
 #include "buf.h"
+#include "codec_admin.h"
 #include "codec_job.h"
 #include "jv.h"
 #include "log.h"
+#include "ops_jobs.h"
 #include "rest_metrics.h"
 #include "rest_server.h"
 #include "store_auth.h"
@@ -32,33 +34,7 @@ static double mono_ms(void)
 static int apply_principal(const struct rest_req *rq, struct store_job *j, const char *prefix,
 			   struct mu_error *err)
 {
-	if (rq->who.role == REST_ROLE_ADMIN) {
-		if (!j->tenant)
-			return jv_fail(err, MU_EMISSING, prefix, "tenant",
-				       "required with an admin token");
-		if (!j->user)
-			j->user = rq->who.user ? rq->who.user : "";
-		return 0;
-	}
-	if (j->user)
-		return jv_fail(err, MU_EFORBIDDEN, prefix, "user", "only an admin may set the user");
-	j->user = rq->who.user ? rq->who.user : "";
-	if (!j->tenant)
-		j->tenant = rq->who.tenant;
-	if (!j->tenant)
-		return jv_fail(err, MU_EMISSING, prefix, "tenant", "required");
-	return 0;
-}
-
-/* A job's env values are its user's (and admins'): other readers see the
- * names only. Submit replies skip this: the submitter is the job's user. */
-static void env_scope(const struct rest_req *rq, struct store_job *j)
-{
-	if (rq->who.role == REST_ROLE_ADMIN)
-		return;
-	if (rq->who.user && rq->who.user[0] && j->user && !strcmp(rq->who.user, j->user))
-		return;
-	codec_job_redact_env(j, rq->arena);
+	return ops_job_owner(&rq->who, &j->tenant, &j->user, prefix, err);
 }
 
 struct batch {
@@ -468,7 +444,7 @@ static int list_run(PGconn *db, struct rest_req *rq, void *arg)
 	struct mu_buf b = MU_BUF_INIT;
 	int ret;
 
-	ret = store_job_list(db, rq->arena, rest_scope_path(rq), &la->f, &la->page, &rq->err);
+	ret = ops_job_list(db, rq->arena, &rq->who, &la->f, &la->page, &rq->err);
 	if (ret < 0)
 		return ret;
 	mu_buf_reserve(&b, la->page.n * 800 + 64);
@@ -476,7 +452,6 @@ static int list_run(PGconn *db, struct rest_req *rq, void *arg)
 	for (size_t i = 0; i < la->page.n; i++) {
 		if (i)
 			mu_buf_addc(&b, ',');
-		env_scope(rq, &la->page.items[i]);
 		codec_job_encode(&la->page.items[i], &b);
 	}
 	mu_buf_adds(&b, "],\"next_cursor\":");
@@ -503,14 +478,8 @@ int rest_jobs_list(struct rest_req *rq)
 	ret = rest_query_check(rq, allowed);
 	if (ret < 0)
 		return ret;
-	la->f.limit = 100;
-	if ((s = rest_query(rq, "limit"))) {
-		if (!rest_parse_int(s, INT64_MIN, INT64_MAX, &v))
-			return mu_error_set(&rq->err, MU_ETYPE, "limit", "must be an integer");
-		if (v < 1 || v > 1000)
-			return mu_error_set(&rq->err, MU_ERANGE, "limit", "must be 1..1000");
-		la->f.limit = (int)v;
-	}
+	if ((ret = codec_limit_decode(rest_query(rq, "limit"), &la->f.limit, &rq->err)) < 0)
+		return ret;
 	if ((s = rest_query(rq, "cursor")) && *s) {
 		if (!rest_parse_int(s, 0, INT64_MAX, &v))
 			return mu_error_set(&rq->err, MU_EINVAL, "cursor", "not a cursor from this API");
@@ -591,10 +560,9 @@ static int get_run(PGconn *db, struct rest_req *rq, void *arg)
 	struct mu_buf b = MU_BUF_INIT;
 	int ret;
 
-	ret = store_job_get(db, rq->arena, rest_scope_path(rq), *id, &job, &rq->err);
+	ret = ops_job_get(db, rq->arena, &rq->who, *id, &job, &rq->err);
 	if (ret < 0)
 		return ret;
-	env_scope(rq, &job);
 	codec_job_encode(&job, &b);
 	rest_result_text(rq, 200, "application/json", b.p, b.len);
 	rest_jobs_etag(rq, &job);
@@ -617,24 +585,12 @@ static int cancel_run(PGconn *db, struct rest_req *rq, void *arg)
 	int64_t *id = arg;
 	struct store_job job;
 	struct mu_buf b = MU_BUF_INIT;
-	char who[96];
 	int ret;
 
-	snprintf(who, sizeof(who), "token:%lld", (long long)rq->who.token_id);
-	if (id[1]) { /* ?array=true: every task of array *id, else the job alone */
-		int64_t n = 0;
-
-		ret = store_job_cancel_array(db, rq->arena, rest_scope_path(rq), *id, who, &job, &n,
-					     &rq->err);
-		if (ret != MU_ENOTFOUND)
-			goto done;
-		mu_error_clear(&rq->err);
-	}
-	ret = store_job_cancel(db, rq->arena, rest_scope_path(rq), *id, who, &job, &rq->err);
-done:
+	/* ?array=true (id[1]): every task of array *id, else the job alone */
+	ret = ops_job_cancel(db, rq->arena, &rq->who, *id, id[1] != 0, &job, &rq->err);
 	if (ret < 0)
 		return ret;
-	env_scope(rq, &job);
 	codec_job_encode(&job, &b);
 	rest_result_text(rq, 200, "application/json", b.p, b.len);
 	rest_jobs_etag(rq, &job);

@@ -84,7 +84,7 @@ int rest_nodes_get(struct rest_req *rq)
 
 	if ((ret = no_query(rq)) < 0 || (ret = node_name(rq, op)) < 0)
 		return ret;
-	if (rq->who.role == REST_ROLE_AGENT && (!rq->who.node || strcmp(rq->who.node, op->name) != 0))
+	if (!ops_node_visible(&rq->who, op->name))
 		return mu_error_set(&rq->err, MU_ENOTFOUND, "", "no such node");
 	return rest_defer(rq, get_db, NULL, op);
 }

@@ -59,10 +59,9 @@ int rest_metrics(struct rest_req *rq)
 
 int rest_whoami(struct rest_req *rq)
 {
-	static const char *const names[] = { "", "admin", "tenant", "", "reader", "", "", "", "agent" };
 	json_t *o = json_object();
 
-	json_object_set_new(o, "role", json_string(rq->who.role <= 8 ? names[rq->who.role] : ""));
+	json_object_set_new(o, "role", json_string(ops_role_name(rq->who.role)));
 	json_object_set_new(o, "tenant", rq->who.tenant ? json_string(rq->who.tenant) : json_null());
 	json_object_set_new(o, "user", json_string(rq->who.user ? rq->who.user : ""));
 	json_object_set_new(o, "token_id", json_integer(rq->who.token_id));

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "codec_admin.h"
+#include "ops_admin.h"
 #include "rest.h"
 #include "store_tenant.h"
 
@@ -31,14 +32,6 @@ static struct tenant_op *op_new(struct rest_req *rq)
 static const char *adup(struct rest_req *rq, const char *s)
 {
 	return s ? mu_arena_strdup(rq->arena, s) : NULL;
-}
-
-/* Loop thread, after a move or a delete committed: cached principals hold
- * tenant paths (a move changes them) and tokens (a delete removes them). */
-static void flush_done(struct rest_req *rq, void *arg, int rc)
-{
-	if (rc == 0)
-		rest_auth_cache_flush();
 }
 
 static int no_query(struct rest_req *rq)
@@ -148,7 +141,7 @@ static int update_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct tenant_op *op = arg;
 	struct store_tenant t;
-	int ret = store_tenant_update(db, rq->arena, op->name, &op->patch, &t, &rq->err);
+	int ret = ops_tenant_update(db, rq->arena, op->name, &op->patch, &t, &rq->err);
 	return ret < 0 ? ret : reply_tenant(rq, 200, &t);
 }
 
@@ -168,14 +161,13 @@ int rest_tenants_update(struct rest_req *rq)
 	json_decref(body);
 	if (ret < 0)
 		return ret;
-	return rest_defer(rq, update_db, (op->patch.set & STORE_TENANT_SET_PARENT) ? flush_done : NULL,
-			  op);
+	return rest_defer(rq, update_db, NULL, op);
 }
 
 static int delete_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct tenant_op *op = arg;
-	int ret = store_tenant_delete(db, op->name, &rq->err);
+	int ret = ops_tenant_delete(db, op->name, &rq->err);
 	if (ret < 0)
 		return ret;
 	rest_result(rq, 204, NULL);
@@ -189,5 +181,5 @@ int rest_tenants_delete(struct rest_req *rq)
 
 	if ((ret = no_query(rq)) < 0 || (ret = check_name(rq, op->name)) < 0)
 		return ret;
-	return rest_defer(rq, delete_db, flush_done, op);
+	return rest_defer(rq, delete_db, NULL, op);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "codec_admin.h"
+#include "ops_admin.h"
 #include "rest.h"
 #include "store_auth.h"
 #include "store_token_admin.h"
@@ -60,19 +61,9 @@ static int create_db(PGconn *db, struct rest_req *rq, void *arg)
 	char *loc;
 	int ret;
 
-	ret = store_token_admin_create(db, rq->arena, op->scope, op->tenant, &op->in, &made, &rq->err);
+	ret = ops_token_create(db, rq->arena, &rq->who, op->tenant, &op->in, &made, &t, &rq->err);
 	if (ret < 0)
 		return ret;
-	memset(&t, 0, sizeof(t));
-	t.id = made.id;
-	t.name = op->in.name;
-	t.role = op->in.role;
-	t.tenant = op->tenant;
-	t.user = op->in.user;
-	t.node = op->in.node;
-	t.prefix = made.prefix;
-	t.created_at = made.created_at;
-	t.expires_at = made.expires_at;
 	loc = mu_arena_alloc(rq->arena, 32);
 	snprintf(loc, 32, "/v1/tokens/%lld", (long long)made.id);
 	rest_add_header(rq, "location", loc);
@@ -93,17 +84,14 @@ int rest_tokens_create(struct rest_req *rq)
 		return ret;
 	ret = codec_token_new_decode(body, &in, &rq->err);
 	if (ret == 0)
-		ret = codec_token_new_authorize(&in, rq->who.role == REST_ROLE_ADMIN, rq->who.tenant,
-						rq->who.user, &rq->err);
-	if (ret == 0) {
-		op->in.name = adup(rq, in.name);
-		op->in.role = adup(rq, in.role);
-		op->in.user = adup(rq, in.user);
-		op->in.node = adup(rq, in.node);
-		op->in.expires_at = adup(rq, in.expires_at);
+		ret = ops_token_new(&rq->who, &in, &op->in, &rq->err);
+	if (ret == 0) { /* the body goes before the work runs */
+		op->in.name = adup(rq, op->in.name);
+		op->in.role = adup(rq, op->in.role);
+		op->in.user = adup(rq, op->in.user);
+		op->in.node = adup(rq, op->in.node);
+		op->in.expires_at = adup(rq, op->in.expires_at);
 		op->tenant = adup(rq, in.tenant);
-		op->in.parent_id = rq->who.token_id;
-		op->in.bounded = rq->who.role != REST_ROLE_ADMIN;
 	}
 	json_decref(body);
 	if (ret < 0)
@@ -165,18 +153,11 @@ int rest_tokens_get(struct rest_req *rq)
 static int delete_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct token_op *op = arg;
-	int ret = store_token_admin_revoke(db, op->scope, op->id, &rq->err);
+	int ret = ops_token_revoke(db, &rq->who, op->id, &rq->err);
 	if (ret < 0)
 		return ret;
 	rest_result(rq, 204, NULL);
 	return 0;
-}
-
-/* Loop thread, after the revoke committed: forget cached principals. */
-static void flush_done(struct rest_req *rq, void *arg, int rc)
-{
-	if (rc == 0)
-		rest_auth_cache_flush();
 }
 
 int rest_tokens_delete(struct rest_req *rq)
@@ -186,5 +167,5 @@ int rest_tokens_delete(struct rest_req *rq)
 
 	if ((ret = no_query(rq)) < 0 || (ret = parse_id(rq, &op->id)) < 0)
 		return ret;
-	return rest_defer(rq, delete_db, flush_done, op);
+	return rest_defer(rq, delete_db, NULL, op);
 }

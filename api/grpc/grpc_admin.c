@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "codec_settings.h"
+#include "ops_admin.h"
+#include "ops_page.h"
 #include "store_settings.h"
 #include "codec_admin.h"
 #include "grpc/health/v1/health.pb-c.h"
@@ -34,11 +36,8 @@ static void *A(struct gcall *c, size_t n)
 
 static int page_args(struct gcall *c, int32_t size, const char *token, int *limit, const char **cursor)
 {
-	*limit = size ? size : 100;
-	if (*limit < 1 || *limit > 1000)
-		return mu_error_set(&c->err, MU_ERANGE, "page_size", "must be 1..1000");
 	*cursor = token && token[0] ? token : NULL;
-	return 0;
+	return ops_page_size(size, limit, &c->err);
 }
 
 static int name_arg(struct gcall *c, const char *name)
@@ -170,13 +169,10 @@ static int tenants_update(PGconn *db, struct gcall *c)
 		return c->err.code;
 	ret = codec_tenant_patch_decode(body, &patch, &c->err);
 	if (ret == 0)
-		ret = store_tenant_update(db, &c->arena, r->tenant->name, &patch, &t, &c->err);
+		ret = ops_tenant_update(db, &c->arena, r->tenant->name, &patch, &t, &c->err);
 	json_decref(body);
 	if (ret < 0)
 		return ret;
-	/* cached REST principals hold tenant paths, which a move changes */
-	if (patch.set & STORE_TENANT_SET_PARENT)
-		rest_auth_cache_flush_soon();
 	c->resp = &tenant_proto(c, &t)->base;
 	return 0;
 }
@@ -188,10 +184,9 @@ static int tenants_delete(PGconn *db, struct gcall *c)
 
 	if ((ret = name_arg(c, r->name)) < 0)
 		return ret;
-	ret = store_tenant_delete(db, r->name, &c->err);
+	ret = ops_tenant_delete(db, r->name, &c->err);
 	if (ret < 0)
 		return ret;
-	rest_auth_cache_flush_soon(); /* the tenant's tokens went with it */
 	return empty_reply(c);
 }
 
@@ -468,31 +463,10 @@ static int tokens_create(PGconn *db, struct gcall *c)
 		return c->err.code;
 	ret = codec_token_new_decode(body, &in, &c->err);
 	if (ret == 0)
-		ret = codec_token_new_authorize(&in, c->role == GR_ADMIN, c->who.tenant, c->who.user,
-						&c->err);
+		ret = ops_token_new(&c->who, &in, &sin, &c->err);
+	if (ret == 0)
+		ret = ops_token_create(db, &c->arena, &c->who, in.tenant, &sin, &made, &t, &c->err);
 	if (ret == 0) {
-		memset(&sin, 0, sizeof(sin));
-		sin.name = in.name;
-		sin.role = in.role;
-		sin.user = in.user;
-		sin.node = in.node;
-		sin.expires_at = in.expires_at;
-		sin.parent_id = c->who.token_id;
-		sin.bounded = c->role != GR_ADMIN;
-		ret = store_token_admin_create(db, &c->arena, gcall_scope(c), in.tenant, &sin, &made,
-					       &c->err);
-	}
-	if (ret == 0) {
-		memset(&t, 0, sizeof(t));
-		t.id = made.id;
-		t.name = in.name;
-		t.role = in.role;
-		t.tenant = in.tenant;
-		t.user = in.user;
-		t.node = in.node;
-		t.prefix = made.prefix;
-		t.created_at = made.created_at;
-		t.expires_at = made.expires_at;
 		p = token_proto(c, &t); /* copies out of `body` */
 		p->secret = gstr(c, made.secret);
 		c->resp = &p->base;
@@ -547,8 +521,8 @@ static int tokens_get(PGconn *db, struct gcall *c)
 	return 0;
 }
 
-/* DELETE /v1/tokens/{id}: the token fails at once here, over gRPC (no
- * cache) and REST (its cache is flushed before the next lookup). */
+/* DELETE /v1/tokens/{id}: the token fails at once on this replica, over
+ * both APIs (the shared cache is flushed). */
 static int tokens_revoke(PGconn *db, struct gcall *c)
 {
 	const Muster__V1__RevokeTokenRequest *r = (const void *)c->req;
@@ -556,10 +530,9 @@ static int tokens_revoke(PGconn *db, struct gcall *c)
 
 	if ((ret = token_id_arg(c, r->id)) < 0)
 		return ret;
-	ret = store_token_admin_revoke(db, gcall_scope(c), r->id, &c->err);
+	ret = ops_token_revoke(db, &c->who, r->id, &c->err);
 	if (ret < 0)
 		return ret;
-	rest_auth_cache_flush_soon();
 	return empty_reply(c);
 }
 
@@ -643,7 +616,7 @@ static int nodes_get(PGconn *db, struct gcall *c)
 	if ((ret = name_arg(c, r->name)) < 0)
 		return ret;
 	/* agents may read their own node only, as over REST */
-	if (c->role == GR_AGENT && (!c->who.node || strcmp(c->who.node, r->name)))
+	if (!ops_node_visible(&c->who, r->name))
 		return mu_error_set(&c->err, MU_ENOTFOUND, "name", "no such node");
 	return node_reply(db, c, r->name);
 }
@@ -692,16 +665,13 @@ static int nodes_resume(PGconn *db, struct gcall *c)
 /*
  * Each method's roles are its REST route's, read from routes.def by the
  * route handler's name (rest_tenants_update_roles, ...), so the two APIs
- * cannot drift apart. The role bits are the same in both.
+ * cannot drift apart. The role bits are the same in both (ops_principal.h).
  */
 enum {
 #define REST_ROUTE(method, pattern, handler, roles, summary) handler##_roles = (roles) & REST_ANYONE,
 #include "routes.def"
 #undef REST_ROUTE
 };
-_Static_assert((int)GR_ADMIN == (int)REST_ROLE_ADMIN && (int)GR_TENANT == (int)REST_ROLE_TENANT &&
-		       (int)GR_READER == (int)REST_ROLE_READER && (int)GR_AGENT == (int)REST_ROLE_AGENT,
-	       "gRPC and REST role bits differ");
 
 /* ---- settings (REST /v1/settings) ---------------------------------------- */
 

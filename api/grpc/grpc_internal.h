@@ -33,18 +33,17 @@
 #include "db.h"
 #include "error.h"
 #include "pool.h"
+#include "ops_principal.h"
 #include "store_auth.h"
 
-/* Roles as a bitmask (the same four as REST). */
-enum {
-	GR_ADMIN = 1 << 0,
-	GR_TENANT = 1 << 1,
-	GR_READER = 1 << 2,
-	GR_AGENT = 1 << 3,
-};
-#define GR_PUBLIC 0
-#define GR_WRITERS (GR_ADMIN | GR_TENANT)
-#define GR_READERS (GR_ADMIN | GR_TENANT | GR_READER)
+/* Roles as a bitmask: REST's (api/ops/ops_principal.h). */
+#define GR_ADMIN OPS_ROLE_ADMIN
+#define GR_TENANT OPS_ROLE_TENANT
+#define GR_READER OPS_ROLE_READER
+#define GR_AGENT OPS_ROLE_AGENT
+#define GR_PUBLIC OPS_PUBLIC
+#define GR_WRITERS OPS_WRITERS
+#define GR_READERS OPS_READERS
 
 struct gcall;
 
@@ -104,8 +103,7 @@ struct gcall {
 
 	struct mu_arena arena;       /* per call; freed with it */
 	const char *token;           /* bearer secret (arena), NULL when none */
-	struct store_principal who;  /* after auth (strings in arena) */
-	int role;                    /* GR_* of who */
+	struct ops_principal who;    /* after auth (strings in arena); who.role is a GR_* bit */
 	const char *peer;
 
 	struct store_work work;

@@ -25,6 +25,8 @@
 #include "lists.h"
 #include "log.h"
 #include "muster/v1/jobs.pb-c.h"
+#include "ops_jobs.h"
+#include "ops_page.h"
 #include "store_event.h"
 #include "store_auth.h"
 #include "store_job.h"
@@ -55,21 +57,7 @@ static char *S(struct mu_arena *a, const char *s)
 /* The caller's defaults and rights on tenant and user: the REST rules. */
 static int apply_principal(struct gcall *c, struct store_job *j)
 {
-	if (c->role == GR_ADMIN) {
-		if (!j->tenant)
-			return mu_error_set(&c->err, MU_EMISSING, "tenant", "required with an admin token");
-		if (!j->user)
-			j->user = c->who.user ? c->who.user : "";
-		return 0;
-	}
-	if (j->user)
-		return mu_error_set(&c->err, MU_EFORBIDDEN, "user", "only an admin may set the user");
-	j->user = c->who.user ? c->who.user : "";
-	if (!j->tenant)
-		j->tenant = c->who.tenant;
-	if (!j->tenant)
-		return mu_error_set(&c->err, MU_EMISSING, "tenant", "required");
-	return 0;
+	return ops_job_owner(&c->who, &j->tenant, &j->user, NULL, &c->err);
 }
 
 /* ---- store_job -> Job --------------------------------------------------- */
@@ -172,15 +160,6 @@ static void fill_events(struct mu_arena *a, Muster__V1__Job *pj, const char *jso
 	}
 out:
 	json_decref(arr);
-}
-
-/* env values only for the job's user and admins (as REST's rest_jobs.c). */
-static struct store_job *env_scope(struct gcall *c, struct store_job *j)
-{
-	if (c->role != GR_ADMIN &&
-	    !(c->who.user && c->who.user[0] && j->user && !strcmp(c->who.user, j->user)))
-		codec_job_redact_env(j, &c->arena);
-	return j;
 }
 
 /* launcher, on_shrink, signal; GetJob: launch_argv from the REST codec's
@@ -448,10 +427,10 @@ static int get_run(PGconn *db, struct gcall *c)
 
 	if (r->job_id < 1)
 		return mu_error_set(&c->err, MU_ENOTFOUND, "job_id", "no such job");
-	ret = store_job_get(db, &c->arena, gcall_scope(c), r->job_id, &job, &c->err);
+	ret = ops_job_get(db, &c->arena, &c->who, r->job_id, &job, &c->err);
 	if (ret < 0)
 		return ret;
-	c->resp = &job_proto(&c->arena, env_scope(c, &job))->base;
+	c->resp = &job_proto(&c->arena, &job)->base;
 	return 0;
 }
 
@@ -459,16 +438,14 @@ static int cancel_run(PGconn *db, struct gcall *c)
 {
 	const Muster__V1__CancelJobRequest *r = (const void *)c->req;
 	struct store_job job;
-	char who[64];
 	int ret;
 
 	if (r->job_id < 1)
 		return mu_error_set(&c->err, MU_ENOTFOUND, "job_id", "no such job");
-	snprintf(who, sizeof(who), "token:%lld", (long long)c->who.token_id);
-	ret = store_job_cancel(db, &c->arena, gcall_scope(c), r->job_id, who, &job, &c->err);
+	ret = ops_job_cancel(db, &c->arena, &c->who, r->job_id, false, &job, &c->err);
 	if (ret < 0)
 		return ret;
-	c->resp = &job_proto(&c->arena, env_scope(c, &job))->base;
+	c->resp = &job_proto(&c->arena, &job)->base;
 	return 0;
 }
 
@@ -504,7 +481,6 @@ static int control(PGconn *db, struct gcall *c, enum store_job_ctl op)
 	const Muster__V1__JobControlRequest *r = (const void *)c->req;
 	const int64_t *im;
 	struct store_job job;
-	char who[64];
 	int64_t v = 0;
 	int ret;
 
@@ -513,8 +489,7 @@ static int control(PGconn *db, struct gcall *c, enum store_job_ctl op)
 	ret = if_match(c, r->if_match, &v, &im);
 	if (ret < 0)
 		return ret;
-	snprintf(who, sizeof(who), "token:%lld", (long long)c->who.token_id);
-	ret = store_job_control(db, &c->arena, gcall_scope(c), r->job_id, op, im, who, &job, &c->err);
+	ret = ops_job_control(db, &c->arena, &c->who, r->job_id, op, im, &job, &c->err);
 	if (ret < 0)
 		return ret;
 	c->resp = &job_proto(&c->arena, &job)->base;
@@ -542,9 +517,7 @@ static int update_run(PGconn *db, struct gcall *c)
 	struct store_job_patch p;
 	const int64_t *im;
 	struct store_job job;
-	struct admit_problem pb = { 0 };
 	json_t *body = NULL;
-	char who[64];
 	int64_t v = 0;
 	int ret;
 
@@ -559,12 +532,9 @@ static int update_run(PGconn *db, struct gcall *c)
 	ret = codec_job_decode_patch(body, &c->arena, &p, &c->err);
 	if (ret < 0)
 		goto out;
-	snprintf(who, sizeof(who), "token:%lld", (long long)c->who.token_id);
-	ret = store_job_update(db, &c->arena, gcall_scope(c), r->job_id, &p, im, who, &job, &pb, &c->err);
-	if (ret < 0) {
-		codec_job_problem_field(&pb, false, &c->err);
+	ret = ops_job_update(db, &c->arena, &c->who, r->job_id, &p, im, &job, &c->err);
+	if (ret < 0)
 		goto out;
-	}
 	c->resp = &job_proto(&c->arena, &job)->base;
 out:
 	json_decref(body);
@@ -579,9 +549,8 @@ static int list_run(PGconn *db, struct gcall *c)
 	Muster__V1__ListJobsResponse *resp;
 	int ret;
 
-	f.limit = r->page_size ? r->page_size : 100;
-	if (f.limit < 1 || f.limit > 1000)
-		return mu_error_set(&c->err, MU_ERANGE, "page_size", "must be 1..1000");
+	if ((ret = ops_page_size(r->page_size, &f.limit, &c->err)) < 0)
+		return ret;
 	if (r->page_token && r->page_token[0]) {
 		char *end = NULL;
 		long long v = strtoll(r->page_token, &end, 10);
@@ -626,14 +595,14 @@ static int list_run(PGconn *db, struct gcall *c)
 		free(txt);
 		json_decref(o);
 	}
-	ret = store_job_list(db, &c->arena, gcall_scope(c), &f, &page, &c->err);
+	ret = ops_job_list(db, &c->arena, &c->who, &f, &page, &c->err);
 	if (ret < 0)
 		return ret;
 	resp = A(&c->arena, sizeof(*resp));
 	muster__v1__list_jobs_response__init(resp);
 	resp->jobs = A(&c->arena, page.n * sizeof(*resp->jobs));
 	for (size_t i = 0; i < page.n; i++)
-		resp->jobs[resp->n_jobs++] = job_proto(&c->arena, env_scope(c, &page.items[i]));
+		resp->jobs[resp->n_jobs++] = job_proto(&c->arena, &page.items[i]);
 	if (page.next_after) {
 		char tok[24];
 
@@ -743,7 +712,7 @@ static int watch_run(PGconn *db, struct gcall *c)
 	if (r->job_id > 0) {
 		struct store_job job;
 
-		ret = store_job_get(db, &c->arena, gcall_scope(c), r->job_id, &job, &c->err);
+		ret = ops_job_get(db, &c->arena, &c->who, r->job_id, &job, &c->err);
 		if (ret < 0)
 			return ret;
 	}

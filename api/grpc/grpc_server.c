@@ -22,6 +22,7 @@
 
 #include "log.h"
 #include "rest_metrics.h"
+#include "ops_auth.h"
 #include "store_auth.h"
 
 /*
@@ -129,9 +130,7 @@ void gcall_unref(struct gcall *c)
 
 const char *gcall_scope(const struct gcall *c)
 {
-	if (c->role == GR_ADMIN)
-		return NULL;
-	return c->who.tenant_path;
+	return ops_scope_path(&c->who);
 }
 
 static void batch(struct gcall *c, const grpc_op *ops, size_t n, struct gtag *t)
@@ -422,87 +421,29 @@ void gcall_stream_recv(struct gcall *c, void (*on_msg)(struct gcall *c, grpc_byt
 
 /* ---- dispatch ----------------------------------------------------------- */
 
-static int role_bit(const char *role)
-{
-	if (!role)
-		return 0;
-	if (!strcmp(role, "admin"))
-		return GR_ADMIN;
-	if (!strcmp(role, "tenant"))
-		return GR_TENANT;
-	if (!strcmp(role, "reader"))
-		return GR_READER;
-	if (!strcmp(role, "agent"))
-		return GR_AGENT;
-	return 0;
-}
-
-/*
- * Failed token lookups, remembered for a few seconds (as REST's gate does) so
- * a repeated bogus token costs no query. Workers share it: a mutex.
- */
-#define NEG_SIZE 1024
-#define NEG_TTL_S 5
-static struct {
-	pthread_mutex_t mu;
-	char sha[NEG_SIZE][65];
-	time_t until[NEG_SIZE];
-} neg = { .mu = PTHREAD_MUTEX_INITIALIZER };
-
-static size_t neg_slot(const char *sha)
-{
-	return (size_t)strtoull((char[13]){ sha[0], sha[1], sha[2], sha[3], sha[4], sha[5], sha[6],
-					    sha[7], sha[8], sha[9], sha[10], sha[11], 0 },
-				NULL, 16) % NEG_SIZE;
-}
-
-static bool neg_known(const char *sha)
-{
-	size_t i = neg_slot(sha);
-	bool hit;
-
-	pthread_mutex_lock(&neg.mu);
-	hit = !strcmp(neg.sha[i], sha) && neg.until[i] > time(NULL);
-	pthread_mutex_unlock(&neg.mu);
-	return hit;
-}
-
-static void neg_remember(const char *sha)
-{
-	size_t i = neg_slot(sha);
-
-	pthread_mutex_lock(&neg.mu);
-	memcpy(neg.sha[i], sha, 65);
-	neg.until[i] = time(NULL) + NEG_TTL_S;
-	pthread_mutex_unlock(&neg.mu);
-}
-
+/* The token through the cache REST uses too (api/ops/ops_auth.h). */
 int gcall_auth(PGconn *db, struct gcall *c)
 {
 	char sha[65];
+	bool asked_db;
 	int ret;
 
-	if (c->m->roles != GR_PUBLIC) {
-		store_auth_hash(c->token ? c->token : "", sha);
-		if (neg_known(sha)) {
-			ret = MU_EUNAUTH;
-		} else {
-			rest_metrics_grpc_token_lookup();
-			ret = store_auth_lookup(db, &c->arena, c->token, &c->who, &c->err);
+	if (c->m->roles == GR_PUBLIC)
+		return 0;
+	store_auth_hash(c->token ? c->token : "", sha);
+	ret = ops_auth_check(db, &c->arena, c->token, sha, &c->who, &c->err, &asked_db);
+	if (asked_db)
+		rest_metrics_grpc_token_lookup();
+	if (ret < 0) {
+		if (ret == MU_EUNAUTH) {
+			rest_metrics_grpc_auth_failed();
+			mu_error_set(&c->err, MU_EUNAUTH, "", "invalid, expired or revoked token");
 		}
-		if (ret < 0) {
-			if (ret == MU_EUNAUTH) {
-				neg_remember(sha);
-				rest_metrics_grpc_auth_failed();
-				mu_error_set(&c->err, MU_EUNAUTH, "", "invalid, expired or revoked token");
-			}
-			return ret;
-		}
-		c->role = role_bit(c->who.role);
-		if (!(c->role & c->m->roles))
-			return mu_error_set(&c->err, MU_EFORBIDDEN, "", "role %s may not call %s",
-					    c->who.role, c->m->path);
+		return ret;
 	}
+	if (!(c->who.role & c->m->roles))
+		return mu_error_set(&c->err, MU_EFORBIDDEN, "", "role %s may not call %s",
+				    ops_role_name(c->who.role), c->m->path);
 	return 0;
 }
 

@@ -332,6 +332,26 @@ def test_scope_and_roles(c):
     check_eq((st, b["held"]), (200, True), b)
 
 
+def test_env_redacted_in_replies(c):
+    """hold/release/PATCH answer the job as GET does: another user of the
+    tenant sees the env names, not the values (they used to see them)."""
+    setup(c)
+    carol = c.make_token("tenant", tenant="ml", user="carol")
+    jid, _ = submit(c, "nohw", env={"SECRET": "s3cr3t"})
+    b, _ = get(c, jid, token=carol)
+    check_eq(b["env"], {"SECRET": "<redacted>"}, "GET by another user")
+    for verb in ("hold", "release"):
+        st, _, b = post(c, jid, verb, token=carol)
+        check_eq((st, b["env"]), (200, {"SECRET": "<redacted>"}), verb, b)
+    st, _, b = patch(c, jid, {"time_limit": 120}, token=carol)
+    check_eq((st, b["env"]), (200, {"SECRET": "<redacted>"}), "PATCH", b)
+    st, _, b = patch(c, jid, {"time_limit": 180})
+    check_eq((st, b["env"]), (200, {"SECRET": "s3cr3t"}), "the job's user sees it", b)
+    actors = [r[0] for r in sql(c, "SELECT data->>'by' FROM events WHERE job_id = $1"
+                                   " AND kind IN ('job.held', 'job.released') ORDER BY id", jid)]
+    check(all(a and a.endswith("(carol)") for a in actors), "the actor names the user", actors)
+
+
 BAD_PATCH = [
     ({}, 400, ""),
     ({"state": "RUNNING"}, 400, "state"),
