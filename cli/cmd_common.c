@@ -32,7 +32,7 @@ int cli_session_open(struct cli_session *s, const struct cli_global *g)
 	ret = cli_http_init(&s->http, conf.url, conf.token);
 	cli_conf_release(&conf);
 	if (ret < 0) {
-		mu_error_set(&err, ret, "", "cannot initialise libcurl");
+		mu_error_set(&err, ret, "", "invalid server URL");
 		return cli_report(&err);
 	}
 	return 0;
