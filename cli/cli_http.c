@@ -37,6 +37,8 @@
 #define CONNECT_TIMEOUT_MS 10000L
 #define CALL_TIMEOUT_S 300L
 
+static int problem(long status, const json_t *doc, const char *raw, struct mu_error *err);
+
 /* ---- URL, connection ----------------------------------------------------- */
 
 static int parse_url(struct cli_http *h, const char *url)
@@ -769,8 +771,13 @@ static int code_for_status(long status)
 	}
 }
 
+int cli_http_problem(long status, const json_t *doc, struct mu_error *err)
+{
+	return problem(status, doc, NULL, err);
+}
+
 /* Fills err from an error answer; returns its code. */
-static int problem(long status, json_t *doc, const char *raw, struct mu_error *err)
+static int problem(long status, const json_t *doc, const char *raw, struct mu_error *err)
 {
 	const char *title = NULL, *detail = NULL, *field = NULL;
 	int code = 0;

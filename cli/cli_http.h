@@ -49,6 +49,10 @@ int cli_http_call(struct cli_http *h, const char *method, const char *path, json
 		  const char *idem_key, long *status, json_t **out, struct mu_error *err)
 	__attribute__((warn_unused_result));
 
+/* err from an RFC 9457 problem document (one item of a bulk answer, say), as
+ * cli_http_call does for an error answer of HTTP `status`; returns its code. */
+int cli_http_problem(long status, const json_t *doc, struct mu_error *err);
+
 /* A response header the caller wants (name lowercase); value "" when absent. */
 struct cli_http_header {
 	const char *name;

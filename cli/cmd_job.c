@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -894,11 +895,121 @@ static char *cancel_path(struct cli_session *sess, const char *arg, struct mu_er
 	return path;
 }
 
+/* One cancel the old way: POST /v1/jobs/{id}/cancel (array tasks, --json). */
+static int cancel_one(struct cli_session *sess, const char *arg)
+{
+	struct mu_error err;
+	json_t *job = NULL;
+	char *path;
+	int rc;
+
+	mu_error_clear(&err);
+	path = cancel_path(sess, arg, &err);
+	rc = path ? cli_http_call(&sess->http, "POST", path, NULL, NULL, NULL, &job, &err) : err.code;
+	mu_free(path);
+	if (rc < 0)
+		return cli_report_about("job", arg, &err);
+	if (sess->json)
+		cli_print_json(job);
+	json_decref(job);
+	return 0;
+}
+
+#define CANCEL_BATCH 10000 /* POST /v1/jobs/cancel takes up to 10,000 ids */
+
+/*
+ * Bare ids argv[at[0..n)] in one POST /v1/jobs/cancel {"ids", "array": true}
+ * per 10,000 (scancel's many ids, one round trip); each failing id is
+ * reported as its own cancel would be. A server without the route (404,
+ * 405) gets one request per id. Returns the first failure's exit code.
+ */
+static int cancel_many(struct cli_session *sess, char **argv, const int *at, size_t n)
+{
+	int ret = 0;
+
+	for (size_t off = 0; off < n; off += CANCEL_BATCH) {
+		size_t m = n - off < CANCEL_BATCH ? n - off : CANCEL_BATCH;
+		json_t *body = json_object(), *ids = json_array(), *doc = NULL, *r;
+		struct mu_error err;
+		size_t i;
+		int rc;
+
+		for (i = 0; i < m; i++)
+			json_array_append_new(ids, json_integer(strtoll(argv[at[off + i]], NULL, 10)));
+		json_object_set_new(body, "ids", ids);
+		json_object_set_new(body, "array", json_true());
+		mu_error_clear(&err);
+		rc = cli_http_call(&sess->http, "POST", "/v1/jobs/cancel", body, NULL, NULL, &doc, &err);
+		json_decref(body);
+		if (rc == MU_EMETHOD || (rc == MU_ENOTFOUND && !err.field[0])) {
+			for (i = 0; i < m; i++) { /* an older server */
+				rc = cancel_one(sess, argv[at[off + i]]);
+				ret = ret ? ret : rc;
+			}
+			continue;
+		}
+		if (rc < 0)
+			return cli_report(&err);
+		json_array_foreach(json_object_get(doc, "results"), i, r) {
+			const json_t *p = json_object_get(r, "problem");
+
+			if (json_is_true(json_object_get(r, "ok")) || i >= m)
+				continue;
+			mu_error_clear(&err);
+			cli_http_problem(json_integer_value(json_object_get(p, "status")), p, &err);
+			rc = cli_report_about("job", argv[at[off + i]], &err);
+			ret = ret ? ret : rc;
+		}
+		json_decref(doc);
+	}
+	return ret;
+}
+
+struct id_at {
+	int64_t id;
+	int at;
+};
+
+static int by_id(const void *a, const void *b)
+{
+	const struct id_at *x = a, *y = b;
+
+	return x->id != y->id ? (x->id > y->id) - (x->id < y->id) : x->at - y->at;
+}
+
+static int by_at(const void *a, const void *b)
+{
+	return ((const struct id_at *)a)->at - ((const struct id_at *)b)->at;
+}
+
+/* Drops repeated ids of bare[0..n) (the first stays, order kept): scancel 5 5
+ * cancels 5 once, and the bulk route refuses a repeat. Returns the new n. */
+static size_t unique_ids(char **argv, int *bare, size_t n)
+{
+	struct id_at *v = mu_malloc(sizeof(*v) * (n ? n : 1));
+	size_t m = 0;
+
+	for (size_t i = 0; i < n; i++)
+		v[i] = (struct id_at){ strtoll(argv[bare[i]], NULL, 10), bare[i] };
+	qsort(v, n, sizeof(*v), by_id);
+	for (size_t i = 0; i < n; i++)
+		if (!m || v[m - 1].id != v[i].id)
+			v[m++] = v[i];
+	qsort(v, m, sizeof(*v), by_at);
+	for (size_t i = 0; i < m; i++)
+		bare[i] = v[i].at;
+	mu_free(v);
+	return m;
+}
+
 int cmd_cancel(struct cli_global *g, int argc, char **argv)
 {
 	struct cli_session sess;
 	struct mu_error err;
 	int ret, first;
+	int *bare;
+	char *inbulk;
+	size_t nbare = 0;
 
 	/* Every id is checked before anything is cancelled. */
 	mu_error_clear(&err);
@@ -909,34 +1020,45 @@ int cmd_cancel(struct cli_global *g, int argc, char **argv)
 	}
 	if (ret < 0)
 		return cli_usage_error("cancel", &err);
+	bare = mu_malloc(sizeof(*bare) * (size_t)(argc - first));
 	for (int i = first; i < argc; i++) {
 		int64_t id;
 		long long task;
 
-		if (cancel_id(argv[i], &id, &task, &err) < 0)
+		if (cancel_id(argv[i], &id, &task, &err) < 0) {
+			mu_free(bare);
 			return cli_usage_error("cancel", &err);
+		}
+		if (task < 0 && !g->json)
+			bare[nbare++] = i;
 	}
+	inbulk = mu_malloc((size_t)argc);
+	memset(inbulk, 0, (size_t)argc);
+	for (size_t k = 0; k < nbare; k++)
+		inbulk[bare[k]] = 1;
+	nbare = unique_ids(argv, bare, nbare);
 	ret = cli_session_open(&sess, g);
-	if (ret)
+	if (ret) {
+		mu_free(bare);
+		mu_free(inbulk);
 		return ret;
+	}
+	/* Array tasks (and --json, which prints each job) one by one; the rest at once. */
 	for (int i = first; i < argc; i++) {
-		char *path;
-		json_t *job = NULL;
 		int rc;
 
-		mu_error_clear(&err);
-		path = cancel_path(&sess, argv[i], &err);
-		rc = path ? cli_http_call(&sess.http, "POST", path, NULL, NULL, NULL, &job, &err) : err.code;
-		mu_free(path);
-		if (rc < 0) {
-			rc = cli_report_about("job", argv[i], &err);
-			ret = ret ? ret : rc;
+		if (inbulk[i])
 			continue;
-		}
-		if (sess.json)
-			cli_print_json(job);
-		json_decref(job);
+		rc = cancel_one(&sess, argv[i]);
+		ret = ret ? ret : rc;
 	}
+	if (nbare) {
+		int rc = cancel_many(&sess, argv, bare, nbare);
+
+		ret = ret ? ret : rc;
+	}
+	mu_free(bare);
+	mu_free(inbulk);
 	cli_session_close(&sess);
 	return ret;
 }
