@@ -1,5 +1,6 @@
 /*
- * cli_http.h - the CLI's REST client: one libcurl handle, JSON in and out,
+ * cli_http.h - the CLI's REST client: HTTP/1.1 over one kept-alive socket
+ * (TLS through OpenSSL for https://), JSON in and out,
  * RFC 9457 problems turned into MU_E* codes with "title: detail" messages.
  *
  * The bearer token is only ever put in the Authorization header; no message
@@ -12,13 +13,25 @@
 
 #include "error.h"
 
+#include <stdbool.h>
+#include <stddef.h>
+
 struct cli_http {
-	void *curl;         /* CURL * */
 	char *base;         /* new: the URL without a trailing '/' */
 	char *auth_header;  /* new: "Authorization: Bearer ...", or NULL */
+	char *host, *port;  /* new: where to connect */
+	char *hosthdr;      /* new: the Host header ("host:port" as in the URL) */
+	char *prefix;       /* new: the URL's path ("" or "/api"), put before each path */
+	bool tls;           /* https:// */
+	int fd;             /* the kept connection, or -1 */
+	void *ssl, *ssl_ctx; /* SSL *, SSL_CTX * (https only) */
+	char *rbuf;         /* bytes read and not yet used: rbuf[roff..rlen) */
+	size_t rlen, roff, rcap;
+	char why[256];      /* why the last exchange failed */
 };
 
-/* `url` and `token` are copied; token may be NULL (no Authorization header). */
+/* `url` and `token` are copied; token may be NULL (no Authorization header).
+ * MU_EINVAL when url is not http(s)://HOST[:PORT][/PATH]. Nothing connects yet. */
 int cli_http_init(struct cli_http *h, const char *url, const char *token)
 	__attribute__((warn_unused_result));
 void cli_http_release(struct cli_http *h);
@@ -35,6 +48,10 @@ void cli_http_release(struct cli_http *h);
 int cli_http_call(struct cli_http *h, const char *method, const char *path, json_t *body,
 		  const char *idem_key, long *status, json_t **out, struct mu_error *err)
 	__attribute__((warn_unused_result));
+
+/* err from an RFC 9457 problem document (one item of a bulk answer, say), as
+ * cli_http_call does for an error answer of HTTP `status`; returns its code. */
+int cli_http_problem(long status, const json_t *doc, struct mu_error *err);
 
 /* A response header the caller wants (name lowercase); value "" when absent. */
 struct cli_http_header {

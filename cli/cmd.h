@@ -30,6 +30,15 @@ int cli_get_all(struct cli_session *s, const char *path, json_t **items, struct 
 	__attribute__((warn_unused_result));
 
 /*
+ * The same, page by page: fn(arg, items) gets each page's items (borrowed:
+ * freed after fn returns) as it arrives, so a long listing is never held
+ * whole (muster queue). 0 or MU_E* (pages before the error were handed on).
+ */
+typedef void (*cli_page_fn)(void *arg, json_t *items);
+int cli_get_pages(struct cli_session *s, const char *path, cli_page_fn fn, void *arg,
+		  struct mu_error *err) __attribute__((warn_unused_result));
+
+/*
  * Parses a command that takes only the common options and positionals
  * (options may come after positionals). On 0, argv[*first..argc-1] are the
  * positionals, between min_pos and max_pos of them (max_pos < 0 = any).

@@ -32,7 +32,7 @@ int cli_session_open(struct cli_session *s, const struct cli_global *g)
 	ret = cli_http_init(&s->http, conf.url, conf.token);
 	cli_conf_release(&conf);
 	if (ret < 0) {
-		mu_error_set(&err, ret, "", "cannot initialise libcurl");
+		mu_error_set(&err, ret, "", "invalid server URL");
 		return cli_report(&err);
 	}
 	return 0;
@@ -43,32 +43,31 @@ void cli_session_close(struct cli_session *s)
 	cli_http_release(&s->http);
 }
 
-int cli_get_all(struct cli_session *s, const char *path, json_t **items, struct mu_error *err)
+int cli_get_pages(struct cli_session *s, const char *path, cli_page_fn fn, void *arg,
+		  struct mu_error *err)
 {
-	json_t *all = json_array();
 	char *cursor = NULL;
 	int ret = 0;
 
-	*items = NULL;
 	for (;;) {
 		const char *sep = strchr(path, '?') ? "&" : "?";
 		char *esc = cursor ? cli_http_escape(&s->http, cursor) : NULL;
 		char *url = esc ? mu_asprintf("%s%slimit=1000&cursor=%s", path, sep, esc)
 				: mu_asprintf("%s%slimit=1000", path, sep);
 		json_t *page = NULL;
-		json_t *next;
+		json_t *next, *items;
 
 		ret = cli_http_call(&s->http, "GET", url, NULL, NULL, NULL, &page, err);
 		mu_free(url);
 		mu_free(esc);
 		if (ret < 0)
 			goto out;
-		if (!json_is_array(json_object_get(page, "items"))) {
+		items = json_object_get(page, "items");
+		if (!json_is_array(items)) {
 			json_decref(page);
 			ret = mu_error_set(err, MU_EJSON, "", "server answer has no 'items' list");
 			goto out;
 		}
-		json_array_extend(all, json_object_get(page, "items"));
 		next = json_object_get(page, "next_cursor");
 		mu_free(cursor);
 		cursor = NULL;
@@ -77,21 +76,38 @@ int cli_get_all(struct cli_session *s, const char *path, json_t **items, struct 
 		else if (json_is_integer(next))
 			cursor = mu_asprintf("%lld", (long long)json_integer_value(next));
 		/* A page without items but with a cursor would loop forever on a bad server. */
-		if (cursor && json_array_size(json_object_get(page, "items")) == 0) {
+		if (cursor && json_array_size(items) == 0) {
 			json_decref(page);
 			ret = mu_error_set(err, MU_EJSON, "", "server sent an empty page with a cursor");
 			goto out;
 		}
+		fn(arg, items);
 		json_decref(page);
 		if (!cursor)
 			break;
 	}
-	*items = all;
-	all = NULL;
 out:
 	mu_free(cursor);
-	json_decref(all);
 	return ret;
+}
+
+static void add_page(void *arg, json_t *items)
+{
+	json_array_extend(arg, items);
+}
+
+int cli_get_all(struct cli_session *s, const char *path, json_t **items, struct mu_error *err)
+{
+	json_t *all = json_array();
+	int ret = cli_get_pages(s, path, add_page, all, err);
+
+	*items = NULL;
+	if (ret < 0) {
+		json_decref(all);
+		return ret;
+	}
+	*items = all;
+	return 0;
 }
 
 int cli_parse_plain(int argc, char **argv, struct cli_global *g, int min_pos, int max_pos,

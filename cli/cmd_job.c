@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -253,57 +254,91 @@ static char *query_append(char *q, struct cli_session *s, const char *key, const
 }
 
 /*
- * squeue's job id text: "123", an array task "123_7", or for the first
- * pending task of an array all its pending tasks collapsed, "123_[4-15%4]"
- * (then *skip is set for the others: their array is shown). `items` is
- * the whole listing.
+ * squeue's job id text: "123", an array task "123_7", or for the pending
+ * tasks of an array one line "123_[4-15%4]" at the first one's place. The
+ * listing comes page by page in id order, where the pending tasks of an
+ * array are adjacent: struct collapse holds only the run being collapsed
+ * (its first task's job, the task ids, and the array's other tasks met
+ * meanwhile, which print after it as they did), never the listing.
  */
-static void queue_id(const json_t *items, size_t at, char *out, size_t len, bool *skip)
-{
-	const json_t *job = json_array_get(items, at);
-	const json_t *aj = json_object_get(job, "array_job_id");
-	const json_t *at_task = json_object_get(job, "array_task_id");
-	const char *state = json_string_value(json_object_get(job, "state"));
+struct collapse {
+	json_t *first;       /* the run's first pending task (a reference), or NULL */
+	int64_t aj;          /* its array_job_id */
 	int64_t *tasks;
-	size_t n = 0, i;
+	size_t n, cap;
+	json_t *others;      /* the array's non-pending tasks seen during the run */
+};
+
+typedef void (*row_fn)(void *arg, const json_t *job, const char *id);
+
+static void collapse_flush(struct collapse *c, row_fn row, void *arg)
+{
+	char out[96];
+	size_t i;
 	json_t *o;
 
-	*skip = false;
-	if (!json_is_integer(aj) || json_integer_value(aj) < 1 || !json_is_integer(at_task)) {
-		snprintf(out, len, "%lld", (long long)json_integer_value(json_object_get(job, "id")));
+	if (!c->first)
 		return;
-	}
-	if (!state || strcmp(state, "PENDING")) {
-		snprintf(out, len, "%lld_%lld", (long long)json_integer_value(aj),
-			 (long long)json_integer_value(at_task));
-		return;
-	}
-	/* only the first pending task of its array prints, for all of them */
-	for (i = 0; i < at; i++) {
-		o = json_array_get(items, i);
-		if (json_equal(json_object_get(o, "array_job_id"), aj) &&
-		    !strcmp(cli_str(json_object_get(o, "state"), ""), "PENDING")) {
-			*skip = true;
-			return;
+	for (size_t a = 1; a < c->n; a++) /* insertion sort: listings come in id order already */
+		for (size_t b = a; b > 0 && c->tasks[b - 1] > c->tasks[b]; b--) {
+			int64_t t = c->tasks[b];
+			c->tasks[b] = c->tasks[b - 1];
+			c->tasks[b - 1] = t;
 		}
-	}
-	tasks = mu_calloc(json_array_size(items) + 1, sizeof(*tasks));
-	json_array_foreach(items, i, o)
-		if (json_equal(json_object_get(o, "array_job_id"), aj) &&
-		    !strcmp(cli_str(json_object_get(o, "state"), ""), "PENDING"))
-			tasks[n++] = json_integer_value(json_object_get(o, "array_task_id"));
-	for (size_t a = 1; a < n; a++) /* insertion sort: listings come in id order already */
-		for (size_t b = a; b > 0 && tasks[b - 1] > tasks[b]; b--) {
-			int64_t t = tasks[b];
-			tasks[b] = tasks[b - 1];
-			tasks[b - 1] = t;
-		}
-	if (n == 1)
-		snprintf(out, len, "%lld_%lld", (long long)json_integer_value(aj), (long long)tasks[0]);
+	if (c->n == 1)
+		snprintf(out, sizeof(out), "%lld_%lld", (long long)c->aj, (long long)c->tasks[0]);
 	else
-		cli_array_collapse(json_integer_value(aj), tasks, n,
-				   json_string_value(json_object_get(job, "array")), out, len);
-	mu_free(tasks);
+		cli_array_collapse(c->aj, c->tasks, c->n,
+				   json_string_value(json_object_get(c->first, "array")), out,
+				   sizeof(out));
+	row(arg, c->first, out);
+	json_array_foreach(c->others, i, o) {
+		snprintf(out, sizeof(out), "%lld_%lld", (long long)c->aj,
+			 (long long)json_integer_value(json_object_get(o, "array_task_id")));
+		row(arg, o, out);
+	}
+	json_decref(c->first);
+	json_array_clear(c->others);
+	c->first = NULL;
+	c->n = 0;
+}
+
+/* One job of the listing, in order: its line now, or later with its run. */
+static void collapse_add(struct collapse *c, json_t *job, row_fn row, void *arg)
+{
+	const json_t *aj = json_object_get(job, "array_job_id");
+	const json_t *task = json_object_get(job, "array_task_id");
+	bool pending = !strcmp(cli_str(json_object_get(job, "state"), ""), "PENDING");
+	char out[96];
+
+	if (!json_is_integer(aj) || json_integer_value(aj) < 1 || !json_is_integer(task)) {
+		collapse_flush(c, row, arg);
+		snprintf(out, sizeof(out), "%lld",
+			 (long long)json_integer_value(json_object_get(job, "id")));
+		row(arg, job, out);
+		return;
+	}
+	if (c->first && json_integer_value(aj) == c->aj) {
+		if (pending) {
+			c->tasks = mu_grow(c->tasks, &c->cap, c->n + 1, sizeof(*c->tasks));
+			c->tasks[c->n++] = json_integer_value(task);
+		} else {
+			json_array_append(c->others, job);
+		}
+		return;
+	}
+	collapse_flush(c, row, arg);
+	if (!pending) {
+		snprintf(out, sizeof(out), "%lld_%lld", (long long)json_integer_value(aj),
+			 (long long)json_integer_value(task));
+		row(arg, job, out);
+		return;
+	}
+	c->first = json_incref(job);
+	c->aj = json_integer_value(aj);
+	c->tasks = mu_grow(c->tasks, &c->cap, 1, sizeof(*c->tasks));
+	c->tasks[0] = json_integer_value(task);
+	c->n = 1;
 }
 
 /* One squeue -o field of a job (new string). */
@@ -490,14 +525,72 @@ static void queue_start_row(struct cli_table *t, const json_t *job, const char *
 	mu_free(why);
 }
 
+/* Where muster queue's rows go as pages arrive. */
+struct queue_out {
+	const struct cli_queue *q;
+	struct cli_table *t;  /* the table (its rows are text), or NULL for -o */
+	struct collapse c;
+	size_t njson;         /* --json: items printed so far */
+};
+
+static void queue_emit(void *arg, const json_t *job, const char *id)
+{
+	struct queue_out *o = arg;
+
+	if (o->q->format)
+		queue_format_line(o->q->format, job, id, stdout);
+	else if (o->q->start)
+		queue_start_row(o->t, job, id);
+	else
+		queue_row(o->t, job, id);
+}
+
+/* --json as cli_print_json would print {"items": [...], "next_cursor": null},
+ * one item at a time. */
+static void queue_json_page(struct queue_out *o, json_t *items)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(items, i, v) {
+		char *text = json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY);
+
+		fputs(o->njson++ ? ",\n    " : "{\n  \"items\": [\n    ", stdout);
+		for (const char *p = text; *p; p++) {
+			fputc(*p, stdout);
+			if (*p == '\n')
+				fputs("    ", stdout);
+		}
+		free(text);
+	}
+}
+
+static void queue_page(void *arg, json_t *items)
+{
+	struct queue_out *o = arg;
+	size_t i;
+	json_t *v;
+
+	if (o->q->g.json) {
+		queue_json_page(o, items);
+		return;
+	}
+	json_array_foreach(items, i, v)
+		collapse_add(&o->c, v, queue_emit, o);
+	if (o->q->format)
+		fflush(stdout); /* each page on the terminal as it comes */
+}
+
 int cmd_queue(struct cli_global *g, int argc, char **argv)
 {
 	static const char *const hdr[] = { "JOBID", "TENANT", "USER",       "NAME",  "ST",
 					   "NODES", "GPUS",   "TIME_LIMIT", "REASON" };
+	static const char *const start_hdr[] = { "JOBID", "TENANT", "USER", "NAME", "ST",
+						 "START_TIME", "NODES", "GPUS", "REASON" };
 	struct cli_queue q = { .g = *g };
+	struct queue_out o = { .q = &q };
 	struct cli_session sess;
 	struct mu_error err;
-	json_t *items = NULL;
 	char *path = mu_strdup("/v1/jobs");
 	size_t i;
 	json_t *v;
@@ -517,6 +610,7 @@ int cmd_queue(struct cli_global *g, int argc, char **argv)
 	ret = cli_session_open(&sess, &q.g);
 	if (ret)
 		goto out_release;
+	q.g.json = sess.json;
 	if (q.states) {
 		/* Canonical names joined by ',' need no escaping; keep them readable. */
 		char *n = mu_asprintf("%s?state=%s", path, q.states);
@@ -529,45 +623,37 @@ int cmd_queue(struct cli_global *g, int argc, char **argv)
 		path = query_append(path, &sess, "user", q.user);
 	json_array_foreach(q.labels, i, v)
 		path = query_append(path, &sess, "label", json_string_value(v));
-	ret = cli_get_all(&sess, path, &items, &err);
+	/* Rows go out page by page: a table keeps only its cells' text (for the
+	 * column widths), -o lines and --json items are printed at once. */
+	o.c.others = json_array();
+	if (!q.g.json && !q.format)
+		o.t = cli_table_new(9, q.start ? start_hdr : hdr);
+	if (!q.g.json && q.format && !q.noheader)
+		queue_format_line(q.format, NULL, NULL, stdout);
+	ret = cli_get_pages(&sess, path, queue_page, &o, &err);
 	if (ret < 0) {
+		if (o.njson)
+			fputs("\n", stdout);
+		fflush(stdout);
 		ret = cli_report(&err);
 		goto out_close;
 	}
-	if (sess.json) {
-		json_t *doc = json_pack("{s:O, s:n}", "items", items, "next_cursor");
-		cli_print_json(doc);
-		json_decref(doc);
+	if (q.g.json) {
+		fputs(o.njson ? "\n  ],\n  \"next_cursor\": null\n}\n"
+			      : "{\n  \"items\": [],\n  \"next_cursor\": null\n}\n", stdout);
 	} else {
-		static const char *const start_hdr[] = { "JOBID", "TENANT", "USER", "NAME", "ST",
-							 "START_TIME", "NODES", "GPUS", "REASON" };
-		struct cli_table *t = q.format ? NULL : cli_table_new(9, q.start ? start_hdr : hdr);
-
-		if (q.format && !q.noheader)
-			queue_format_line(q.format, NULL, NULL, stdout);
-		json_array_foreach(items, i, v) {
-			char id[96];
-			bool skip;
-
-			queue_id(items, i, id, sizeof(id), &skip);
-			if (skip)
-				continue;
-			if (q.format)
-				queue_format_line(q.format, v, id, stdout);
-			else if (q.start)
-				queue_start_row(t, v, id);
-			else
-				queue_row(t, v, id);
-		}
-		if (t) {
-			cli_table_print_opt(t, stdout, !q.noheader);
-			cli_table_free(t);
-		}
+		collapse_flush(&o.c, queue_emit, &o);
+		if (o.t)
+			cli_table_print_opt(o.t, stdout, !q.noheader);
 	}
 	ret = CLI_EXIT_OK;
-	json_decref(items);
 out_close:
 	cli_session_close(&sess);
+	json_decref(o.c.first);
+	json_decref(o.c.others);
+	mu_free(o.c.tasks);
+	if (o.t)
+		cli_table_free(o.t);
 out_release:
 	mu_free(path);
 	cli_queue_release(&q);
@@ -894,11 +980,121 @@ static char *cancel_path(struct cli_session *sess, const char *arg, struct mu_er
 	return path;
 }
 
+/* One cancel the old way: POST /v1/jobs/{id}/cancel (array tasks, --json). */
+static int cancel_one(struct cli_session *sess, const char *arg)
+{
+	struct mu_error err;
+	json_t *job = NULL;
+	char *path;
+	int rc;
+
+	mu_error_clear(&err);
+	path = cancel_path(sess, arg, &err);
+	rc = path ? cli_http_call(&sess->http, "POST", path, NULL, NULL, NULL, &job, &err) : err.code;
+	mu_free(path);
+	if (rc < 0)
+		return cli_report_about("job", arg, &err);
+	if (sess->json)
+		cli_print_json(job);
+	json_decref(job);
+	return 0;
+}
+
+#define CANCEL_BATCH 10000 /* POST /v1/jobs/cancel takes up to 10,000 ids */
+
+/*
+ * Bare ids argv[at[0..n)] in one POST /v1/jobs/cancel {"ids", "array": true}
+ * per 10,000 (scancel's many ids, one round trip); each failing id is
+ * reported as its own cancel would be. A server without the route (404,
+ * 405) gets one request per id. Returns the first failure's exit code.
+ */
+static int cancel_many(struct cli_session *sess, char **argv, const int *at, size_t n)
+{
+	int ret = 0;
+
+	for (size_t off = 0; off < n; off += CANCEL_BATCH) {
+		size_t m = n - off < CANCEL_BATCH ? n - off : CANCEL_BATCH;
+		json_t *body = json_object(), *ids = json_array(), *doc = NULL, *r;
+		struct mu_error err;
+		size_t i;
+		int rc;
+
+		for (i = 0; i < m; i++)
+			json_array_append_new(ids, json_integer(strtoll(argv[at[off + i]], NULL, 10)));
+		json_object_set_new(body, "ids", ids);
+		json_object_set_new(body, "array", json_true());
+		mu_error_clear(&err);
+		rc = cli_http_call(&sess->http, "POST", "/v1/jobs/cancel", body, NULL, NULL, &doc, &err);
+		json_decref(body);
+		if (rc == MU_EMETHOD || (rc == MU_ENOTFOUND && !err.field[0])) {
+			for (i = 0; i < m; i++) { /* an older server */
+				rc = cancel_one(sess, argv[at[off + i]]);
+				ret = ret ? ret : rc;
+			}
+			continue;
+		}
+		if (rc < 0)
+			return cli_report(&err);
+		json_array_foreach(json_object_get(doc, "results"), i, r) {
+			const json_t *p = json_object_get(r, "problem");
+
+			if (json_is_true(json_object_get(r, "ok")) || i >= m)
+				continue;
+			mu_error_clear(&err);
+			cli_http_problem(json_integer_value(json_object_get(p, "status")), p, &err);
+			rc = cli_report_about("job", argv[at[off + i]], &err);
+			ret = ret ? ret : rc;
+		}
+		json_decref(doc);
+	}
+	return ret;
+}
+
+struct id_at {
+	int64_t id;
+	int at;
+};
+
+static int by_id(const void *a, const void *b)
+{
+	const struct id_at *x = a, *y = b;
+
+	return x->id != y->id ? (x->id > y->id) - (x->id < y->id) : x->at - y->at;
+}
+
+static int by_at(const void *a, const void *b)
+{
+	return ((const struct id_at *)a)->at - ((const struct id_at *)b)->at;
+}
+
+/* Drops repeated ids of bare[0..n) (the first stays, order kept): scancel 5 5
+ * cancels 5 once, and the bulk route refuses a repeat. Returns the new n. */
+static size_t unique_ids(char **argv, int *bare, size_t n)
+{
+	struct id_at *v = mu_malloc(sizeof(*v) * (n ? n : 1));
+	size_t m = 0;
+
+	for (size_t i = 0; i < n; i++)
+		v[i] = (struct id_at){ strtoll(argv[bare[i]], NULL, 10), bare[i] };
+	qsort(v, n, sizeof(*v), by_id);
+	for (size_t i = 0; i < n; i++)
+		if (!m || v[m - 1].id != v[i].id)
+			v[m++] = v[i];
+	qsort(v, m, sizeof(*v), by_at);
+	for (size_t i = 0; i < m; i++)
+		bare[i] = v[i].at;
+	mu_free(v);
+	return m;
+}
+
 int cmd_cancel(struct cli_global *g, int argc, char **argv)
 {
 	struct cli_session sess;
 	struct mu_error err;
 	int ret, first;
+	int *bare;
+	char *inbulk;
+	size_t nbare = 0;
 
 	/* Every id is checked before anything is cancelled. */
 	mu_error_clear(&err);
@@ -909,34 +1105,45 @@ int cmd_cancel(struct cli_global *g, int argc, char **argv)
 	}
 	if (ret < 0)
 		return cli_usage_error("cancel", &err);
+	bare = mu_malloc(sizeof(*bare) * (size_t)(argc - first));
 	for (int i = first; i < argc; i++) {
 		int64_t id;
 		long long task;
 
-		if (cancel_id(argv[i], &id, &task, &err) < 0)
+		if (cancel_id(argv[i], &id, &task, &err) < 0) {
+			mu_free(bare);
 			return cli_usage_error("cancel", &err);
+		}
+		if (task < 0 && !g->json)
+			bare[nbare++] = i;
 	}
+	inbulk = mu_malloc((size_t)argc);
+	memset(inbulk, 0, (size_t)argc);
+	for (size_t k = 0; k < nbare; k++)
+		inbulk[bare[k]] = 1;
+	nbare = unique_ids(argv, bare, nbare);
 	ret = cli_session_open(&sess, g);
-	if (ret)
+	if (ret) {
+		mu_free(bare);
+		mu_free(inbulk);
 		return ret;
+	}
+	/* Array tasks (and --json, which prints each job) one by one; the rest at once. */
 	for (int i = first; i < argc; i++) {
-		char *path;
-		json_t *job = NULL;
 		int rc;
 
-		mu_error_clear(&err);
-		path = cancel_path(&sess, argv[i], &err);
-		rc = path ? cli_http_call(&sess.http, "POST", path, NULL, NULL, NULL, &job, &err) : err.code;
-		mu_free(path);
-		if (rc < 0) {
-			rc = cli_report_about("job", argv[i], &err);
-			ret = ret ? ret : rc;
+		if (inbulk[i])
 			continue;
-		}
-		if (sess.json)
-			cli_print_json(job);
-		json_decref(job);
+		rc = cancel_one(&sess, argv[i]);
+		ret = ret ? ret : rc;
 	}
+	if (nbare) {
+		int rc = cancel_many(&sess, argv, bare, nbare);
+
+		ret = ret ? ret : rc;
+	}
+	mu_free(bare);
+	mu_free(inbulk);
 	cli_session_close(&sess);
 	return ret;
 }

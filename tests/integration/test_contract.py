@@ -274,6 +274,10 @@ def test_jobs(c):
         check_eq(b['state'], 'CANCELLED')
     cc('POST', '/v1/jobs/%d/cancel' % j1, expect=409, what='already finished')
     cc('POST', '/v1/jobs/999999/cancel', expect=404)
+    st, _, b = cc('POST', '/v1/jobs/cancel', {'ids': [j1, 999999]}, expect=200)
+    if st == 200:
+        check_eq([r['ok'] for r in b['results']], [False, False], 'ended, not found')
+    cc('POST', '/v1/jobs/cancel', {'ids': [j1, j1]}, expect=400, what='an id twice')
     S['job'] = first or j1
 
 

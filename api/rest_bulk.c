@@ -1,0 +1,148 @@
+/*
+ * rest_bulk.c - one request for many jobs: POST /v1/jobs/cancel
+ * {"ids":[...], "array":bool} cancels each id as POST /v1/jobs/{id}/cancel
+ * (?array=true when "array" is true) would, and answers each id's outcome
+ * (docs/api.md "Cancelling many jobs"). Not all or nothing: each id is its
+ * own transaction; an id outside the caller's scope is "not found", never
+ * touched. `muster cancel 1 2 3` uses it (scancel's many ids, one round trip).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "jv.h"
+#include "rest.h"
+#include "rest_server.h"
+#include "store_job.h"
+
+#define BULK_MAX_IDS 10000
+
+struct bulk {
+	int64_t *ids;
+	size_t n;
+	bool array;
+};
+
+static int cancel_all(PGconn *db, struct rest_req *rq, void *arg)
+{
+	struct bulk *bk = arg;
+	struct mu_buf b = MU_BUF_INIT;
+	char who[96];
+	size_t ok = 0;
+
+	snprintf(who, sizeof(who), "token:%lld", (long long)rq->who.token_id);
+	mu_buf_adds(&b, "{\"results\":[");
+	for (size_t i = 0; i < bk->n; i++) {
+		struct store_job job;
+		struct mu_error err;
+		int64_t tasks = 0;
+		int ret = MU_ENOTFOUND;
+
+		mu_error_clear(&err);
+		if (bk->array) {
+			ret = store_job_cancel_array(db, rq->arena, rest_scope_path(rq), bk->ids[i], who,
+						     &job, &tasks, &err);
+			if (ret == MU_ENOTFOUND)
+				mu_error_clear(&err);
+		}
+		if (ret == MU_ENOTFOUND) {
+			tasks = 0;
+			ret = store_job_cancel(db, rq->arena, rest_scope_path(rq), bk->ids[i], who, &job,
+					       &err);
+		}
+		mu_buf_addf(&b, "%s{\"id\":%lld,", i ? "," : "", (long long)bk->ids[i]);
+		if (ret < 0) {
+			if (ret == MU_EUNAVAIL || ret == MU_EINTERNAL) {
+				/* The database failed: the rest would too; the caller retries. */
+				rq->err = err;
+				mu_buf_release(&b);
+				return ret;
+			}
+			mu_buf_adds(&b, "\"ok\":false,\"problem\":");
+			rest_problem_render(&err, ret, &b);
+		} else {
+			ok++;
+			mu_buf_adds(&b, "\"ok\":true,\"state\":");
+			mu_buf_add_json_strz(&b, job.state);
+			if (tasks)
+				mu_buf_addf(&b, ",\"tasks_cancelled\":%lld", (long long)tasks);
+		}
+		mu_buf_addc(&b, '}');
+	}
+	mu_buf_addf(&b, "],\"cancelled\":%zu,\"failed\":%zu}", ok, bk->n - ok);
+	rest_result_text(rq, 200, "application/json", b.p, b.len);
+	mu_buf_release(&b);
+	return 0;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* {"ids": [1..10,000 distinct job ids], "array": bool (optional)} */
+static int parse(struct rest_req *rq, json_t *body, struct bulk *bk)
+{
+	static const char *const fields[] = { "ids", "array", NULL };
+	json_t *ids;
+	size_t i;
+	json_t *v;
+	int ret = jv_object(body, fields, "", "", &rq->err);
+
+	if (ret < 0)
+		return ret;
+	ret = jv_bool(body, "array", false, &bk->array, "", &rq->err);
+	if (ret < 0)
+		return ret;
+	ids = json_object_get(body, "ids");
+	if (!ids || json_is_null(ids))
+		return mu_error_set(&rq->err, MU_EMISSING, "ids", "required");
+	if (!json_is_array(ids))
+		return mu_error_set(&rq->err, MU_ETYPE, "ids", "must be an array of job ids");
+	bk->n = json_array_size(ids);
+	if (bk->n < 1 || bk->n > BULK_MAX_IDS)
+		return mu_error_set(&rq->err, MU_ERANGE, "ids", "must hold 1..%d job ids", BULK_MAX_IDS);
+	bk->ids = mu_arena_alloc(rq->arena, bk->n * sizeof(*bk->ids));
+	json_array_foreach(ids, i, v) {
+		char field[24];
+
+		snprintf(field, sizeof(field), "ids.%zu", i);
+		if (!json_is_integer(v))
+			return mu_error_set(&rq->err, MU_ETYPE, field, "must be a job id (an integer)");
+		bk->ids[i] = json_integer_value(v);
+		if (bk->ids[i] < 1)
+			return mu_error_set(&rq->err, MU_ERANGE, field, "must be a job id (>= 1)");
+	}
+	/* Distinct: a repeated id would be cancelled, then "already ended". */
+	{
+		int64_t *s = mu_arena_alloc(rq->arena, bk->n * sizeof(*s));
+
+		memcpy(s, bk->ids, bk->n * sizeof(*s));
+		qsort(s, bk->n, sizeof(*s), cmp_id);
+		for (i = 1; i < bk->n; i++)
+			if (s[i] == s[i - 1])
+				return mu_error_set(&rq->err, MU_EINVAL, "ids", "job %lld is listed twice",
+						    (long long)s[i]);
+	}
+	return 0;
+}
+
+int rest_jobs_cancel_many(struct rest_req *rq)
+{
+	struct bulk *bk = mu_arena_alloc(rq->arena, sizeof(*bk));
+	json_t *body = NULL;
+	int ret;
+
+	memset(bk, 0, sizeof(*bk));
+	ret = rest_body_json(rq, &body);
+	if (ret < 0)
+		return ret;
+	ret = parse(rq, body, bk);
+	json_decref(body);
+	if (ret < 0)
+		return ret;
+	return rest_defer(rq, cancel_all, NULL, bk);
+}
