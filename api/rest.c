@@ -1,7 +1,8 @@
 /*
- * rest.c - the REST framework: h2o event loop, routing from routes.def,
- * auth middleware with a short token cache, deferred database work through
- * the store pool, problem+json replies, metrics.
+ * rest.c - the REST framework: h2o event loop, routing (api/ops/ops_router.h
+ * over routes.def), auth middleware over the shared token cache
+ * (api/ops/ops_auth.h), deferred database work through the store pool,
+ * problem+json replies, metrics.
  *
  * Lifetime of a request context: created in on_req; freed when h2o disposes
  * the request (after the reply went out or the client went away), except
@@ -46,14 +47,14 @@ static char *astrndup(struct mu_arena *a, const char *s, size_t n)
 
 /* ---- the route table ---------------------------------------------------- */
 
-/* The handlers of routes.def, in its order: index i serves ops_routes[i]. */
+/* The handlers of routes.def, in its order: index i serves ops_routes[i]
+ * (api/ops/ops_router.c builds that table from the same file). */
 static int (*const handlers[])(struct rest_req *rq) = {
 #define REST_ROUTE(m, pattern, handler, roles, summary) handler,
 #include "routes.def"
 #undef REST_ROUTE
 };
 #define NROUTES (sizeof(handlers) / sizeof(handlers[0]))
-#define routes ops_routes
 
 /* ---- metrics (loop thread only, except the pool gauge) ------------------ */
 
@@ -799,7 +800,7 @@ static void run_handler(struct ctx *c)
 
 static void dispatch(struct ctx *c)
 {
-	const struct ops_route_def *r = &routes[c->route];
+	const struct ops_route_def *r = &ops_routes[c->route];
 
 	if (!(r->roles & c->rq.who.role & OPS_ROLE_MASK)) {
 		mu_error_set(&c->rq.err, MU_EFORBIDDEN, "", "role not allowed to %s %s", r->method,
@@ -872,7 +873,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 	}
 	c->route = rc;
 	rc = 0;
-	limit = routes[c->route].roles & REST_BIG_BODY ? cfg.max_batch_body : cfg.max_body;
+	limit = ops_routes[c->route].roles & REST_BIG_BODY ? cfg.max_batch_body : cfg.max_body;
 	if (req->entity.len > limit) {
 		rc = mu_error_set(&c->rq.err, MU_ETOOBIG, "", "the body is over %zu bytes", limit);
 		goto out;
@@ -886,7 +887,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 		c->rq.body = b;
 		c->rq.body_len = req->entity.len;
 	}
-	if (routes[c->route].roles & OPS_ROLE_MASK) {
+	if (ops_routes[c->route].roles & OPS_ROLE_MASK) {
 		rc = authenticate(c);
 		if (rc == 1)
 			return 0; /* auth_done dispatches */
@@ -918,7 +919,7 @@ void rest_metrics_render(struct mu_buf *b)
 		char label[256];
 
 		if (r < NROUTES)
-			snprintf(label, sizeof(label), "%s %s", routes[r].method, routes[r].pattern);
+			snprintf(label, sizeof(label), "%s %s", ops_routes[r].method, ops_routes[r].pattern);
 		else
 			snprintf(label, sizeof(label), "unmatched");
 		for (size_t s = 0; s < NSTATUS; s++) {
@@ -942,7 +943,7 @@ void rest_metrics_render(struct mu_buf *b)
 		if (!snap[r].count)
 			continue;
 		if (r < NROUTES)
-			snprintf(label, sizeof(label), "%s %s", routes[r].method, routes[r].pattern);
+			snprintf(label, sizeof(label), "%s %s", ops_routes[r].method, ops_routes[r].pattern);
 		else
 			snprintf(label, sizeof(label), "unmatched");
 		for (size_t k = 0; k < NBUCKETS; k++) {

@@ -139,26 +139,19 @@ static void render(struct mu_buf *b, const struct store_event_row *e)
 	mu_buf_adds(b, "}\n\n");
 }
 
-static bool path_within(const char *root, const char *path)
-{
-	size_t n = strlen(root);
-
-	return !strncmp(root, path, n) && (path[n] == '\0' || path[n] == '/');
-}
-
 /* The one visibility rule, for ring and replay alike: job events in the
  * caller's scope (as the job routes), other events to admins only. */
 static bool wanted(const struct stream *st, int64_t job_id, const char *kind, const char *tpath)
 {
 	if (job_id) {
-		if (st->scope && !path_within(st->scope, tpath))
+		if (st->scope && !ops_path_within(st->scope, tpath))
 			return false;
 	} else if (!st->admin) {
 		return false;
 	}
 	if (st->job_id && job_id != st->job_id)
 		return false;
-	if (st->tenant_name && (!st->tenant_path || !path_within(st->tenant_path, tpath)))
+	if (st->tenant_name && (!st->tenant_path || !ops_path_within(st->tenant_path, tpath)))
 		return false;
 	if (st->nkinds) {
 		size_t i = 0;
@@ -642,7 +635,7 @@ int rest_events(struct rest_req *rq)
 	st->cursor = -1;
 	st->token_id = rq->who.token_id;
 	st->scope = rest_scope_path(rq);
-	st->admin = rq->who.role == REST_ROLE_ADMIN;
+	st->admin = rq->who.role == OPS_ROLE_ADMIN;
 	if (after) {
 		while (*after == ' ')
 			after++;

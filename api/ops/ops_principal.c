@@ -60,17 +60,20 @@ const char *ops_scope_path(const struct ops_principal *p)
 	return p->tenant_path;
 }
 
+bool ops_path_within(const char *root, const char *path)
+{
+	size_t n = strlen(root);
+
+	if (!path)
+		return false;
+	return !strncmp(root, path, n) && (path[n] == '\0' || path[n] == '/');
+}
+
 bool ops_tenant_visible(const struct ops_principal *p, const char *tenant_path)
 {
 	const char *scope = ops_scope_path(p);
-	size_t n;
 
-	if (!scope)
-		return true;
-	if (!tenant_path)
-		return false;
-	n = strlen(scope);
-	return !strncmp(scope, tenant_path, n) && (tenant_path[n] == '\0' || tenant_path[n] == '/');
+	return !scope || ops_path_within(scope, tenant_path);
 }
 
 int ops_job_owner(const struct ops_principal *p, const char **tenant, const char **user,

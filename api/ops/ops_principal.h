@@ -62,6 +62,9 @@ void ops_principal_from_store(struct ops_principal *out, const struct store_prin
 const char *ops_scope_path(const struct ops_principal *p);
 /* tenant_path equals the scope or starts with scope + "/". */
 bool ops_tenant_visible(const struct ops_principal *p, const char *tenant_path);
+/* The same for a scope held apart from its principal (an event stream's):
+ * `path` is `root` or below it; false when path is NULL. */
+bool ops_path_within(const char *root, const char *path);
 
 /*
  * A new job's tenant and user from the caller (submit, batch, dry-run):

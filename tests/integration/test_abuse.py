@@ -123,6 +123,46 @@ def test_grpc_bogus_tokens_are_cached(c):
     check_eq(after["muster_api_grpc_auth_failures_total"] - before["muster_api_grpc_auth_failures_total"], 20)
 
 
+def test_grpc_and_rest_share_the_token_cache(c):
+    """One auth function and one cache under both APIs: repeated gRPC calls
+    with a valid token cost (about) one lookup, a REST request with that
+    token right after costs none, and a revoke fails the token at once over
+    gRPC on this replica."""
+    from test_grpc_common import load, channel, md
+    import grpc
+    pb = load()
+    stub = pb["jobs_grpc"].JobServiceStub(channel(c))
+    J = pb["jobs"]
+    tok = c.make_token("tenant", tenant="root", user="gina")
+    before = metrics(c)
+    for _ in range(30):
+        r = stub.List(J.ListJobsRequest(page_size=1), metadata=md(tok), timeout=10)
+        check(r is not None, "List answered")
+    st, _, b = c.api("GET", "/v1/whoami", token=tok)
+    check_eq((st, b["user"]), (200, "gina"), b)
+    after = metrics(c)
+    grpc_looked = (after["muster_api_grpc_token_lookups_total"]
+                   - before["muster_api_grpc_token_lookups_total"])
+    rest_looked = after["muster_api_token_lookups_total"] - before["muster_api_token_lookups_total"]
+    print("token lookups: grpc %d for 30 calls, rest %d for 1 request" % (grpc_looked, rest_looked))
+    # the cache keeps a token 2 s: 30 calls on a busy machine may span a few TTLs
+    check(grpc_looked <= 5, "30 gRPC calls with one token went to the database %d times"
+          % grpc_looked)
+    check(rest_looked <= 1, "REST looked up a token gRPC had just cached (%d)" % rest_looked)
+    st, _, b = c.api("GET", "/v1/tokens?limit=1000")
+    tid = [t["id"] for t in b["items"] if t.get("user") == "gina"][0]
+    admin = pb["admin_grpc"].AdminServiceStub(channel(c))
+    A = pb["admin"]
+    admin.RevokeToken(A.RevokeTokenRequest(id=tid), metadata=md(c.admin_token), timeout=10)
+    try:
+        stub.List(J.ListJobsRequest(page_size=1), metadata=md(tok), timeout=10)
+        check(False, "a revoked token was served from the cache")
+    except grpc.RpcError as e:
+        check_eq(e.code(), grpc.StatusCode.UNAUTHENTICATED)
+    st, _, _ = c.api("GET", "/v1/whoami", token=tok)
+    check_eq(st, 401, "REST after a gRPC revoke")
+
+
 # -- routing and limits from the headers alone ---------------------------------
 
 def test_refusals_before_the_body(c):

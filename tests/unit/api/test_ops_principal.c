@@ -81,6 +81,11 @@ static void scope(void **state)
 	assert_non_null(ops_scope_path(&orphan));
 	assert_false(ops_tenant_visible(&orphan, "root"));
 	assert_false(ops_tenant_visible(&orphan, ""));
+	assert_true(ops_path_within("root/ml", "root/ml/a/b"));
+	assert_false(ops_path_within("root/ml", "root/ml_x"));
+	assert_false(ops_path_within("root/ml", NULL));
+	assert_true(ops_path_within("", "")); /* no root path exists: "" is only itself */
+	assert_false(ops_path_within("", "root"));
 }
 
 static void job_owner(void **state)
