@@ -223,7 +223,7 @@ int64_t sched_job_runtime(const struct sched_snapshot *s, const struct sched_job
 	} else if (j->user >= 0 && (size_t)j->user < s->nusers) {
 		const struct sched_user *u = &s->users[j->user];
 		if (u->nrecent >= 2)
-			p = (u->recent_runtime[0] + u->recent_runtime[1] + 1) / 2;
+			p = u->recent_runtime[0] > u->recent_runtime[1] ? u->recent_runtime[0] : u->recent_runtime[1];
 		else if (u->nrecent == 1)
 			p = u->recent_runtime[0];
 	}
