@@ -41,7 +41,7 @@ void sim_cluster_init(struct sim_cluster *c)
 	c->settings.weight_age = 1000;
 	c->settings.weight_size = 100;
 	c->settings.weight_xfactor = 100;
-	c->settings.starve_after = 259200;
+	c->settings.starve_after = 172800;
 	c->settings.max_age = 604800;
 	c->settings.reservation_depth = 1;
 	c->half_life = 604800;
