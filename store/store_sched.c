@@ -254,7 +254,7 @@ int store_sched_settings_load(PGconn *c, struct store_sched_settings *s, struct 
 					    .reservation_depth = 1, .max_age = 604800,
 					    .weight_fairshare = 10000, .weight_age = 1000,
 					    .weight_size = 100, .weight_xfactor = 100,
-					    .starve_after = 259200, .lease_timeout = 3 };
+					    .starve_after = 172800, .lease_timeout = 3 };
 	parse_levels("[\"block\", \"rack\"]", s);
 	ret = store_db_exec(c,
 			    "SELECT key, value #>> '{}', extract(epoch FROM now())::bigint FROM settings"

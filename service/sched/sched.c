@@ -223,7 +223,8 @@ int64_t sched_job_runtime(const struct sched_snapshot *s, const struct sched_job
 	} else if (j->user >= 0 && (size_t)j->user < s->nusers) {
 		const struct sched_user *u = &s->users[j->user];
 		if (u->nrecent >= 2)
-			p = (u->recent_runtime[0] + u->recent_runtime[1] + 1) / 2;
+			p = u->recent_runtime[0] > u->recent_runtime[1] ? u->recent_runtime[0]
+			                                                 : u->recent_runtime[1]; /* the longer */
 		else if (u->nrecent == 1)
 			p = u->recent_runtime[0];
 	}
@@ -620,21 +621,26 @@ static void sort_sjf(struct cyc *c, size_t *v, size_t n)
 	free(k);
 }
 
+/* Above any weighted sum the settings' bounds allow (weights <= 1e9, factors <= 1 but xfactor). */
+#define STARVED_PRIO 1e18
+
+/*
+ * The job has waited settings.starve_after or longer (multifactor order only:
+ * fcfs/easy/conservative never read it). It then orders first, and in a cycle
+ * where it holds a reservation the jobs behind it are planned at their limits.
+ */
+static bool starved(const struct sched_snapshot *s, const struct sched_job *j)
+{
+	return s->settings.order == SCHED_ORDER_MULTIFACTOR && s->settings.starve_after > 0 &&
+	       s->now - j->submit >= s->settings.starve_after;
+}
+
 /*
  * Expansion factor of a pending job: its bounded slowdown (tau = 10 s) if it
  * started now, with the runtime it is planned with (prediction or limit). It
  * grows with the wait, faster for short jobs, so short jobs go first and no
  * job waits forever (LXF, "largest expansion factor first").
  */
-/* Above any weighted sum the settings' bounds allow (weights <= 1e9, factors <= 1 but xfactor). */
-#define STARVED_PRIO 1e18
-
-/* The job has waited settings.starve_after or longer. */
-static bool starved(const struct sched_snapshot *s, const struct sched_job *j)
-{
-	return s->settings.starve_after > 0 && s->now - j->submit >= s->settings.starve_after;
-}
-
 static double xfactor(const struct sched_snapshot *s, const struct sched_job *j)
 {
 	double rt = (double)sched_job_runtime(s, j);

@@ -41,7 +41,7 @@ void sim_cluster_init(struct sim_cluster *c)
 	c->settings.weight_age = 1000;
 	c->settings.weight_size = 100;
 	c->settings.weight_xfactor = 100;
-	c->settings.starve_after = 259200;
+	c->settings.starve_after = 172800;
 	c->settings.max_age = 604800;
 	c->settings.reservation_depth = 1;
 	c->half_life = 604800;
@@ -479,7 +479,8 @@ static int parse_classes(struct sim_cluster *c, json_t *arr, struct mu_error *er
 static int parse_settings(struct sim_cluster *c, json_t *o, struct mu_error *err)
 {
 	static const char *const keys[] = { "reservation_depth", "weight_fairshare", "weight_age", "weight_size",
-		                            "weight_xfactor", "starve_after", "max_age", "half_life", "preemption", "predict_runtimes", NULL };
+		                            "weight_xfactor", "starve_after", "max_age", "half_life", "preemption",
+		                            "predict_runtimes", NULL };
 	const char *w = "settings";
 	long long depth = -1, max_age = c->settings.max_age, starve = c->settings.starve_after;
 	int ret;
@@ -494,7 +495,7 @@ static int parse_settings(struct sim_cluster *c, json_t *o, struct mu_error *err
 	    (ret = get_num(o, "weight_xfactor", 0, 1e9, c->settings.weight_xfactor, &c->settings.weight_xfactor, w,
 	                   err)) ||
 	    (ret = get_int(o, "max_age", 1, 1LL << 40, c->settings.max_age, &max_age, w, err)) ||
-	    (ret = get_int(o, "starve_after", 0, 1LL << 40, c->settings.starve_after, &starve, w, err)) ||
+	    (ret = get_int(o, "starve_after", 0, 315360000, c->settings.starve_after, &starve, w, err)) ||
 	    (ret = get_num(o, "half_life", 0, 1e12, c->half_life, &c->half_life, w, err)) ||
 	    (ret = get_bool(o, "predict_runtimes", false, &c->settings.predict, w, err)))
 		return ret;

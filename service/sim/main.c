@@ -31,7 +31,7 @@ static const struct mu_opt opts[] = {
 	{ "nodes", NULL, MU_OPT_INT, "0", "N nodes (with --gpus-per-node)", &opt_nodes },
 	{ "gpus-per-node", NULL, MU_OPT_INT, "8", "GPUs per node for --nodes", &opt_gpn },
 	{ "cluster", NULL, MU_OPT_STR, "", "cluster JSON: nodes, topology, tenants, classes, settings", &opt_cluster },
-	{ "predict", NULL, MU_OPT_BOOL, "false", "plan with runtime predictions (mean of the user's last two)",
+	{ "predict", NULL, MU_OPT_BOOL, "false", "plan with runtime predictions (the longer of the user's last two)",
 	  &opt_predict },
 	{ "schedule-out", NULL, MU_OPT_STR, "", "write the schedule as SWF (field 3 = wait)", &opt_sched_out },
 	{ "metrics-out", NULL, MU_OPT_STR, "", "write metrics JSON", &opt_metrics_out },

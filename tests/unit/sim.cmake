@@ -1,8 +1,7 @@
 # muster-sim: exactness against the published KTH-SP2 EASY schedule, the CLI
 # (formats, errors, determinism), fair-share convergence and randomized
 # simulations under the invariant checker, the expansion-factor order and the starvation
-# bound. Python 3 standard
-# library only.
+# bound. Python 3 standard library only.
 if(NOT DEFINED MUSTER_SHARED_DIR)
   set(MUSTER_SHARED_DIR ${CMAKE_SOURCE_DIR}/../shared CACHE PATH
       "the shared folder beside the clone (traces/, tools/)")
