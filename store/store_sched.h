@@ -363,6 +363,22 @@ struct store_sched_decisions {
 int store_sched_apply(PGconn *c, int64_t epoch, const struct store_sched_decisions *d, int *started,
 		      struct mu_error *err) __attribute__((warn_unused_result));
 
+/*
+ * The leader's own reason writes, kept without reading them back (it
+ * rewrites up to 5000 a cycle: read back, they would be most of every
+ * refresh). Before store_sched_apply(d): store_sched_keep_lock_pending
+ * row-locks d's pending jobs and finds those unchanged since the refresh
+ * read them. After it, in the same transaction: store_sched_keep_note_pending
+ * sets their written reasons in the kept snapshot, and the next refresh
+ * does not read them while their last version is this write. A job also
+ * started or failed, or changed by another writer since the read, is read
+ * again. Where the transaction does not commit, store_sched_keep_reset.
+ */
+int store_sched_keep_lock_pending(PGconn *c, struct store_sched_keep *k, const struct store_sched_decisions *d,
+				  struct mu_error *err) __attribute__((warn_unused_result));
+int store_sched_keep_note_pending(PGconn *c, struct store_sched_keep *k, const struct store_sched_decisions *d,
+				  struct mu_error *err) __attribute__((warn_unused_result));
+
 struct store_sched_stats {
 	double cycle_ms, load_ms, commit_ms;
 	int pending, running, started, preempted, ended;

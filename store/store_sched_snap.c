@@ -588,6 +588,13 @@ struct store_sched_keep {
 	struct mu_arena *cyc;         /* this snapshot's arrays and small tables; NULL after a whole load */
 	int64_t lo;                   /* pg_snapshot_xmin before the last refresh read anything */
 	int64_t now;                  /* that refresh's settings.now */
+	/* the leader's own reason writes after the last refresh read, already
+	 * in snap (store_sched_keep_note_pending): -1 = none */
+	int64_t own_xid;              /* that transaction's xid, low 32 bits */
+	int64_t *own_ids;             /* the jobs it wrote reasons of, sorted */
+	size_t nown;
+	int64_t *unchanged;           /* store_sched_keep_lock_pending: rows as read, locked */
+	size_t nunchanged;
 };
 
 /* A row version written by a transaction that the last refresh could not see
@@ -599,8 +606,11 @@ static const char keep_nodes_sql[] =
 	"WITH c AS (SELECT id FROM nodes WHERE " CHANGED("nodes") " UNION SELECT node_id FROM gpus WHERE "
 	CHANGED("gpus") ") " NODE_SQL("WHERE n.id IN (SELECT id FROM c)", "WHERE node_id IN (SELECT id FROM c)");
 /* every changed job, pending or not (col 20: whether it is one the core plans) */
-static const char keep_jobs_sql[] = "SELECT " JOB_COLS ", " JOB_PENDING " FROM jobs WHERE " CHANGED("jobs")
-				    " OR (begin_at > to_timestamp($2::bigint - 2) AND begin_at <= now()) ORDER BY id";
+static const char keep_jobs_sql[] =
+	"SELECT " JOB_COLS ", " JOB_PENDING " FROM jobs WHERE (" CHANGED("jobs")
+	" OR (begin_at > to_timestamp($2::bigint - 2) AND begin_at <= now()))"
+	/* not a row whose last version is the leader's own reason write, kept already */
+	" AND NOT (jobs.xmin::text::bigint = $3::bigint AND id = ANY($4::bigint[])) ORDER BY id";
 static const char keep_singleton_sql[] =
 	"SELECT id, " SINGLETON_COL " FROM jobs WHERE " JOB_PENDING
 	" AND dependencies @> '[{\"type\": \"singleton\"}]' AND (tenant_id, user_name, name) IN"
@@ -632,7 +642,9 @@ static void arena_free(struct mu_arena *a)
 
 struct store_sched_keep *store_sched_keep_new(void)
 {
-	return mu_calloc(1, sizeof(struct store_sched_keep));
+	struct store_sched_keep *k = mu_calloc(1, sizeof(*k));
+	k->own_xid = -1;
+	return k;
 }
 
 void store_sched_keep_reset(struct store_sched_keep *k)
@@ -642,7 +654,10 @@ void store_sched_keep_reset(struct store_sched_keep *k)
 	arena_free(k->base);
 	arena_free(k->strs);
 	arena_free(k->cyc);
+	mu_free(k->own_ids);
+	mu_free(k->unchanged);
 	memset(k, 0, sizeof(*k));
+	k->own_xid = -1;
 }
 
 void store_sched_keep_free(struct store_sched_keep *k)
@@ -774,8 +789,9 @@ static int keep_merge(PGconn *c, struct store_sched_keep *k, struct store_sched_
 {
 	const struct store_sched_snap *os = &k->snap;
 	char lo32[32], now[32];
-	const char *p[2];
-	struct sbuf ids = { 0 }, ids2 = { 0 };
+	const char *p[4];
+	char own[32];
+	struct sbuf ids = { 0 }, ids2 = { 0 }, ownids = { 0 };
 	struct batch b = { 0 };
 	PGresult *r = NULL;
 	int64_t nnodes = 0, *gone_jobs = NULL, *arr_ids = NULL, *pend_ids = NULL, *gone_runs = NULL, *live_ids = NULL,
@@ -815,7 +831,11 @@ static int keep_merge(PGconn *c, struct store_sched_keep *k, struct store_sched_
 	}
 
 	/* jobs: every changed one leaves (or was never) in; the pending ones come (back) */
-	ret = keep_query(c, keep_jobs_sql, 2, p, &r, err);
+	snprintf(own, sizeof(own), "%" PRId64, k->own_xid);
+	ids_param(&ownids, k->own_ids, k->nown);
+	p[2] = own;
+	p[3] = ownids.p;
+	ret = keep_query(c, keep_jobs_sql, 4, p, &r, err);
 	if (ret)
 		goto out;
 	chg_jobs = rows_jobs(r, cyc, k->strs, &nall);
@@ -963,6 +983,7 @@ out:
 	store_db_clear(r);
 	mu_free(ids.p);
 	mu_free(ids2.p);
+	mu_free(ownids.p);
 	return ret;
 }
 
@@ -1008,6 +1029,10 @@ int store_sched_keep_refresh(PGconn *c, const struct store_sched_settings *set, 
 			k->now = set->now;
 		}
 	}
+	mu_free(k->own_ids); /* read past: this refresh's bound is newer */
+	k->own_ids = NULL;
+	k->nown = 0;
+	k->own_xid = -1;
 	if (why) {
 		memset(st, 0, sizeof(*st));
 		st->whole = true;
@@ -1017,6 +1042,91 @@ int store_sched_keep_refresh(PGconn *c, const struct store_sched_settings *set, 
 			return ret;
 	}
 	*snap = &k->snap;
+	return 0;
+}
+
+int store_sched_keep_lock_pending(PGconn *c, struct store_sched_keep *k, const struct store_sched_decisions *d,
+				  struct mu_error *err)
+{
+	struct sbuf ids = { 0 };
+	char lo32[32];
+	const char *p[2];
+	PGresult *r = NULL;
+	int64_t *v;
+	int ret;
+
+	mu_free(k->unchanged);
+	k->unchanged = NULL;
+	k->nunchanged = 0;
+	if (!k->have || !d->npending)
+		return 0;
+	v = mu_calloc(d->npending + 1, sizeof(*v));
+	for (size_t i = 0; i < d->npending; i++)
+		v[i] = d->pending[i].job_id;
+	ids_param(&ids, v, uniq_ids(v, d->npending));
+	snprintf(lo32, sizeof(lo32), "%" PRId64, k->lo & INT64_C(0xffffffff));
+	p[0] = lo32;
+	p[1] = ids.p;
+	/* locked, so that no other write comes between this check and the
+	 * reason write; a row of this transaction was read after its write */
+	ret = store_db_exec(c,
+			    "SELECT id FROM jobs WHERE id = ANY($2::bigint[]) AND (NOT " CHANGED("jobs")
+			    " OR jobs.xmin::text::bigint = pg_current_xact_id()::text::bigint % 4294967296)"
+			    " ORDER BY id FOR UPDATE",
+			    2, p, &r, err);
+	if (!ret) {
+		k->nunchanged = (size_t)store_db_nrows(r);
+		for (size_t i = 0; i < k->nunchanged; i++)
+			v[i] = getl(r, (int)i, 0);
+		k->unchanged = v;
+		v = NULL;
+	}
+	store_db_clear(r);
+	mu_free(v);
+	mu_free(ids.p);
+	return ret;
+}
+
+int store_sched_keep_note_pending(PGconn *c, struct store_sched_keep *k, const struct store_sched_decisions *d,
+				  struct mu_error *err)
+{
+	int64_t xid = 0, *started = NULL;
+	size_t ns = 0;
+	int ret;
+
+	if (!k->have || !d->npending || !k->nunchanged)
+		return 0;
+	ret = store_db_query_int64(c, "SELECT pg_current_xact_id()::text::bigint", 0, NULL, &xid, err);
+	if (ret)
+		return ret;
+	/* a job also started or failed in this cycle is read again */
+	started = mu_calloc(d->nstarts + d->nfail_jobs + 1, sizeof(*started));
+	for (size_t i = 0; i < d->nstarts; i++)
+		started[ns++] = d->starts[i].job_id;
+	for (size_t i = 0; i < d->nfail_jobs; i++)
+		started[ns++] = d->fail_jobs[i].job_id;
+	ns = uniq_ids(started, ns);
+	mu_free(k->own_ids);
+	k->own_ids = mu_calloc(d->npending + 1, sizeof(*k->own_ids));
+	k->nown = 0;
+	for (size_t i = 0; i < d->npending; i++) {
+		const struct store_sched_pending *pd = &d->pending[i];
+		size_t x = find_row(k->snap.jobs, k->snap.njobs, sizeof(*k->snap.jobs), pd->job_id);
+		if (x == k->snap.njobs || has_id(started, ns, pd->job_id) ||
+		    !has_id(k->unchanged, k->nunchanged, pd->job_id))
+			continue;
+		struct store_sched_job *j = &k->snap.jobs[x];
+		j->pending_reason = mu_arena_strdup(k->strs, pd->reason ? pd->reason : "");
+		j->pending_message = mu_arena_strdup(k->strs, pd->message ? pd->message : "");
+		j->planned_start = pd->planned_start > 0 ? pd->planned_start : 0;
+		k->own_ids[k->nown++] = pd->job_id;
+	}
+	k->nown = uniq_ids(k->own_ids, k->nown);
+	k->own_xid = xid & INT64_C(0xffffffff);
+	mu_free(started);
+	mu_free(k->unchanged);
+	k->unchanged = NULL;
+	k->nunchanged = 0;
 	return 0;
 }
 

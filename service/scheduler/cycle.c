@@ -162,7 +162,11 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 		mu_err("epoch=%" PRId64 " policy core granted %zu starts short of GPUs; not written", epoch,
 		       out.dropped);
 	t3 = scheduler_now_ms();
-	ret = store_sched_apply(c, epoch, &out.db, &started, err);
+	ret = o->keep ? store_sched_keep_lock_pending(c, o->keep->db, &out.db, err) : 0;
+	if (!ret)
+		ret = store_sched_apply(c, epoch, &out.db, &started, err);
+	if (!ret && o->keep)
+		ret = store_sched_keep_note_pending(c, o->keep->db, &out.db, err);
 	/* the plan dry-runs answer from (service/plan) is this one now */
 	if (!ret && plan_moves(o->keep, &snap.core, &out.db, started, down + timeouts + expired + ended + running))
 		ret = store_plan_generation_bump(c, err);

@@ -6,7 +6,7 @@
  * singleton names and arrays, cancels, starts, ends, holds, reasons, begin
  * times, node down/up and GPU health, nodes added and deleted, settings,
  * VACUUM FREEZE, a write committed by another session after the refresh
- * read), then refreshes the kept snapshot and loads it whole in the same
+ * read, the leader's own reason writes noted in the kept snapshot), then refreshes the kept snapshot and loads it whole in the same
  * transaction and compares them field by field: every row, every run's
  * allocations, every job's dependencies and the state each names.
  *
@@ -144,8 +144,10 @@ static void compare(const struct store_sched_snap *a, const struct store_sched_s
 			      x->created_at == y->created_at && x->planned_start == y->planned_start &&
 			      x->array_job_id == y->array_job_id && x->array_throttle == y->array_throttle &&
 			      x->dep_count == y->dep_count,
-		      "round %d: job %" PRId64 "/%" PRId64 " differs (reason %s/%s deps %zu/%zu)", round, x->id, y->id,
-		      x->pending_reason, y->pending_reason, x->dep_count, y->dep_count);
+		      "round %d: job %" PRId64 "/%" PRId64 " differs (reason %s/%s message %s/%s planned %" PRId64
+		      "/%" PRId64 " deps %zu/%zu)", round, x->id, y->id, x->pending_reason, y->pending_reason,
+		      x->pending_message, y->pending_message, x->planned_start, y->planned_start, x->dep_count,
+		      y->dep_count);
 		CHECK(x->singleton_blocker == y->singleton_blocker,
 		      "round %d: job %" PRId64 " singleton blocker %" PRId64 " vs %" PRId64, round, x->id,
 		      x->singleton_blocker, y->singleton_blocker);
@@ -289,7 +291,7 @@ int main(int argc, char **argv)
 	char tmpl[] = "/tmp/muster-unit.XXXXXX";
 	int rounds = argc > 1 ? atoi(argv[1]) : 300;
 	unsigned seed = argc > 2 ? (unsigned)atoi(argv[2]) : 1;
-	int merged = 0, whole = 0;
+	int merged = 0, whole = 0, noted = 0;
 
 	srand(seed);
 	if (!mkdtemp(tmpl))
@@ -349,12 +351,45 @@ int main(int argc, char **argv)
 			whole++;
 		else
 			merged++;
+		/* the leader writes reasons, as a cycle does, and notes them; the
+		 * other session's write commits between the read and that write
+		 * (the write must not hide it) */
+		bool note = rand() % 2 && kept->njobs, raced = other_open;
 		if (other_open) { /* committed after the refresh read: the next one reads it */
 			sqlf(other, 0, "COMMIT");
 			other_open = false;
 		}
-		/* the leader writes after it read: the next refresh reads that */
-		if (rand() % 2)
+		if (note) {
+			struct store_sched_pending pd[8];
+			char msg[8][32];
+			size_t np = 1 + (size_t)rand() % 8;
+			size_t at = (size_t)rand() % kept->njobs; /* distinct jobs, as a cycle writes */
+			if (np > kept->njobs)
+				np = kept->njobs;
+			for (size_t i = 0; i < np; i++) {
+				snprintf(msg[i], sizeof(msg[i]), "m%d.%zu", round, i);
+				pd[i] = (struct store_sched_pending){ kept->jobs[(at + i) % kept->njobs].id,
+								      rand() % 2 ? "Priority" : "Resources", msg[i],
+								      rand() % 2 ? set.now + rand() % 7200 : 0 };
+			}
+			struct store_sched_decisions d = { .pending = pd, .npending = np };
+			int started = 0;
+			if (store_sched_keep_lock_pending(c, k, &d, &err) < 0 ||
+			    store_sched_apply(c, 0, &d, &started, &err) < 0 ||
+			    store_sched_keep_note_pending(c, k, &d, &err) < 0)
+				die("apply", err.msg);
+			if (!raced) { /* (else the whole load sees the other write, the kept one next time) */
+				if (store_sched_snap_load_settings(c, &set, &full, &err) < 0)
+					die("load", err.msg);
+				compare(kept, &full, round);
+				store_sched_snap_release(&full);
+			}
+			noted++;
+		}
+		/* a write after the read (and after no noted write of its own: the
+		 * leader's last write to a pending row is its reason): the next
+		 * refresh reads it */
+		if (!note && rand() % 2)
 			sqlf(c, 0, "UPDATE jobs SET pending_message = 'm%d' WHERE id = (SELECT id FROM jobs WHERE"
 				   " state = 'PENDING' ORDER BY random() LIMIT 1)", round);
 		if (rand() % 10 == 0) {
@@ -364,7 +399,8 @@ int main(int argc, char **argv)
 			sqlf(c, 0, "COMMIT");
 		}
 	}
-	printf("%d rounds: %d refreshed from changes, %d whole (seed %u)\n", rounds, merged, whole, seed);
+	printf("%d rounds: %d refreshed from changes, %d whole, %d with reasons noted (seed %u)\n", rounds, merged,
+	       whole, noted, seed);
 	if (!failures && merged < rounds / 2) {
 		fprintf(stderr, "FAIL: only %d of %d refreshes read changes alone\n", merged, rounds);
 		failures++;
