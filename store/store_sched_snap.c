@@ -598,8 +598,10 @@ struct store_sched_keep {
 };
 
 /* A row version written by a transaction that the last refresh could not see
- * ($1: the low 32 bits of its bound; xids compare modulo 2^32). */
-#define CHANGED(t) "((" t ".xmin::text::bigint - $1::bigint + 4294967296) % 4294967296 < 2147483648)"
+ * ($1: the low 32 bits of its bound). age() counts back from this
+ * transaction's xid, modulo 2^32, with no conversion per row; a frozen row
+ * is as old as can be. */
+#define CHANGED(t) "(age(" t ".xmin) <= age($1::text::xid))"
 
 static const char keep_lo_sql[] = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint";
 static const char keep_nodes_sql[] =
@@ -610,7 +612,7 @@ static const char keep_jobs_sql[] =
 	"SELECT " JOB_COLS ", " JOB_PENDING " FROM jobs WHERE (" CHANGED("jobs")
 	" OR (begin_at > to_timestamp($2::bigint - 2) AND begin_at <= now()))"
 	/* not a row whose last version is the leader's own reason write, kept already */
-	" AND NOT (jobs.xmin::text::bigint = $3::bigint AND id = ANY($4::bigint[])) ORDER BY id";
+	" AND NOT (jobs.xmin = $3::text::xid AND id = ANY($4::bigint[])) ORDER BY id";
 static const char keep_singleton_sql[] =
 	"SELECT id, " SINGLETON_COL " FROM jobs WHERE " JOB_PENDING
 	" AND dependencies @> '[{\"type\": \"singleton\"}]' AND (tenant_id, user_name, name) IN"
@@ -831,7 +833,7 @@ static int keep_merge(PGconn *c, struct store_sched_keep *k, struct store_sched_
 	}
 
 	/* jobs: every changed one leaves (or was never) in; the pending ones come (back) */
-	snprintf(own, sizeof(own), "%" PRId64, k->own_xid);
+	snprintf(own, sizeof(own), "%" PRId64, k->own_xid < 0 ? 0 : k->own_xid); /* 0: no row's xmin */
 	ids_param(&ownids, k->own_ids, k->nown);
 	p[2] = own;
 	p[3] = ownids.p;
