@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "alloc.h"
 #include "log.h"
@@ -612,20 +613,26 @@ static const char keep_jobs_sql[] =
 	"SELECT " JOB_COLS ", " JOB_PENDING " FROM jobs WHERE (" CHANGED("jobs")
 	" OR (begin_at > to_timestamp($2::bigint - 2) AND begin_at <= now()))"
 	/* not a row whose last version is the leader's own reason write, kept already */
-	" AND NOT (jobs.xmin = $3::text::xid AND id = ANY($4::bigint[])) ORDER BY id";
-static const char keep_singleton_sql[] =
-	"SELECT id, " SINGLETON_COL " FROM jobs WHERE " JOB_PENDING
-	" AND dependencies @> '[{\"type\": \"singleton\"}]' AND (tenant_id, user_name, name) IN"
-	" (SELECT tenant_id, user_name, name FROM jobs WHERE id = ANY($1::bigint[])) ORDER BY id";
+	" AND NOT (jobs.xmin = $3::text::xid AND id IN (SELECT unnest($4::bigint[]))) ORDER BY id";
+/* the singleton blockers of the pending jobs that may have one ($1) */
+static const char keep_singleton_sql[] = "SELECT id, " SINGLETON_COL " FROM jobs WHERE id = ANY($1::bigint[]) ORDER BY id";
 static const char keep_edges_sql[] = EDGE_SQL(" AND j.id = ANY($1::bigint[])");
 static const char keep_deps_sql[] = DEPSTATE_SQL("SELECT DISTINCT unnest($1::bigint[]) AS id");
-/* every changed run, live or not (col 13) */
+/* every changed run, live or not (col 13). (IN (SELECT unnest(..)) rather
+ * than = ANY(..): a hashed lookup, not a walk of the array per row.) */
 static const char keep_runs_sql[] =
 	"SELECT " RUN_COLS ", r.live FROM runs r JOIN jobs j ON j.id = r.job_id WHERE " CHANGED("r")
-	" OR (r.live AND r.job_id = ANY($2::bigint[])) OR r.id IN (SELECT a.run_id FROM run_allocations a"
+	" OR (r.live AND r.job_id IN (SELECT unnest($2::bigint[]))) OR r.id IN (SELECT a.run_id FROM run_allocations a"
 	" WHERE " CHANGED("a") ") ORDER BY r.id";
 static const char keep_allocs_sql[] = "SELECT run_id, node_id, node_rank, gpu_index FROM run_allocations"
-				      " WHERE live AND run_id = ANY($1::bigint[]) ORDER BY run_id, node_rank, gpu_index";
+				      " WHERE live AND run_id IN (SELECT unnest($1::bigint[])) ORDER BY run_id, node_rank, gpu_index";
+
+static double keep_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
 
 static struct mu_arena *arena_new(void)
 {
@@ -807,6 +814,8 @@ static int keep_merge(PGconn *c, struct store_sched_keep *k, struct store_sched_
 	size_t nqedges = 0, nqallocs = 0, nqdeps = 0, nchg = 0;
 	int ret;
 
+	double t[8];
+	t[0] = keep_ms();
 	snprintf(lo32, sizeof(lo32), "%" PRId64, k->lo & INT64_C(0xffffffff));
 	snprintf(now, sizeof(now), "%" PRId64, k->now);
 	p[0] = lo32;
@@ -832,6 +841,7 @@ static int keep_merge(PGconn *c, struct store_sched_keep *k, struct store_sched_
 		goto out;
 	}
 
+	t[1] = keep_ms();
 	/* jobs: every changed one leaves (or was never) in; the pending ones come (back) */
 	snprintf(own, sizeof(own), "%" PRId64, k->own_xid < 0 ? 0 : k->own_xid); /* 0: no row's xmin */
 	ids_param(&ownids, k->own_ids, k->nown);
@@ -856,34 +866,38 @@ static int keep_merge(PGconn *c, struct store_sched_keep *k, struct store_sched_
 	}
 	nchg = npend;
 	narr = uniq_ids(arr_ids, narr);
-	ids_param(&ids, gone_jobs, ngone);
-	p[0] = ids.p;
-	/* singleton: a pending job whose earlier namesake changed */
-	ret = keep_query(c, keep_singleton_sql, 1, p, &r, err);
+	t[2] = keep_ms();
+	/* the changed pending jobs' edges */
+	ids_param(&ids2, pend_ids, npend);
+	p[0] = ids2.p;
+	ret = keep_query(c, keep_edges_sql, 1, p, &r, err);
 	if (ret)
 		goto out;
+	qedges = rows_edges(r, cyc, &nqedges);
+	slice_edges(chg_jobs, nchg, qedges, nqedges);
+	ns->jobs = merge_rows(cyc, sizeof(*chg_jobs), os->jobs, os->njobs, chg_jobs, nchg, gone_jobs, ngone,
+			      &ns->njobs);
 	{
-		PGresult *sg = r;
-		r = NULL;
-		/* the changed pending jobs' edges */
-		ids_param(&ids2, pend_ids, npend);
-		p[0] = ids2.p;
-		ret = keep_query(c, keep_edges_sql, 1, p, &r, err);
-		if (ret) {
-			store_db_clear(sg);
-			goto out;
+		/* singleton: an earlier namesake of any pending job that names one
+		 * may have changed: their blockers are read again (the text only
+		 * picks the candidates, a superset; the database decides) */
+		size_t nsg = 0;
+		int64_t *sg = mu_arena_alloc(cyc, ns->njobs * sizeof(*sg) + 1);
+		for (size_t i = 0; i < ns->njobs; i++)
+			if (ns->jobs[i].dependencies && strstr(ns->jobs[i].dependencies, "singleton"))
+				sg[nsg++] = ns->jobs[i].id;
+		if (nsg) {
+			ids_param(&ids, sg, nsg);
+			p[0] = ids.p;
+			ret = keep_query(c, keep_singleton_sql, 1, p, &r, err);
+			if (ret)
+				goto out;
+			for (int i = 0; i < store_db_nrows(r); i++) {
+				size_t x = find_row(ns->jobs, ns->njobs, sizeof(*ns->jobs), getl(r, i, 0));
+				if (x < ns->njobs)
+					ns->jobs[x].singleton_blocker = getl(r, i, 1);
+			}
 		}
-		qedges = rows_edges(r, cyc, &nqedges);
-		slice_edges(chg_jobs, nchg, qedges, nqedges);
-		ns->jobs = merge_rows(cyc, sizeof(*chg_jobs), os->jobs, os->njobs, chg_jobs, nchg, gone_jobs, ngone,
-				      &ns->njobs);
-		/* singleton rows for unchanged pending jobs */
-		for (int i = 0; i < store_db_nrows(sg); i++) {
-			size_t x = find_row(ns->jobs, ns->njobs, sizeof(*ns->jobs), getl(sg, i, 0));
-			if (x < ns->njobs)
-				ns->jobs[x].singleton_blocker = getl(sg, i, 1);
-		}
-		store_db_clear(sg);
 	}
 	{
 		/* edges: a changed job's from the query, the others' as they were */
@@ -906,6 +920,7 @@ static int keep_merge(PGconn *c, struct store_sched_keep *k, struct store_sched_
 		ns->nedges = ne;
 	}
 
+	t[3] = keep_ms();
 	/* dependency states: a target new to the kept set, changed, or the
 	 * array of a changed job, is read again; the others stay */
 	nt = uniq_ids(targets, nt);
@@ -933,6 +948,7 @@ static int keep_merge(PGconn *c, struct store_sched_keep *k, struct store_sched_
 		}
 	}
 
+	t[4] = keep_ms();
 	/* runs: every changed one (its row, an allocation or its job) leaves;
 	 * the live ones come back with their allocations */
 	p[0] = lo32;
@@ -976,10 +992,15 @@ static int keep_merge(PGconn *c, struct store_sched_keep *k, struct store_sched_
 		ns->nallocs = na;
 	}
 
+	t[5] = keep_ms();
 	/* the small tables, whole */
 	ret = batch_run(c, &b, ns->settings.half_life, SNAP_POLICY, SNAP_NPOLICY, err);
 	if (!ret)
 		ret = load_policy(c, &b, ns, cyc, err);
+	t[6] = keep_ms();
+	mu_debug("kept snapshot: nodes %.1f ms, jobs %.1f, edges and merge %.1f, deps %.1f, runs %.1f,"
+		 " small tables %.1f", t[1] - t[0], t[2] - t[1], t[3] - t[2], t[4] - t[3], t[5] - t[4],
+		 t[6] - t[5]);
 out:
 	batch_release(&b);
 	store_db_clear(r);

@@ -235,6 +235,8 @@ def bench_cycle(args):
                                                  ": %s jobs, %s runs, %s nodes" % (cj, cr, cn),
                                                  co, wr, re_, to,
                                                  ", kept view + hint" if hint == "yes" else ""))
+        for ph in re.findall(r"kept snapshot: (.*)", log)[-5:]:
+            print("refresh (last cycles): " + ph)
         steady = [c_ for c_ in cyc if c_[6] == "changes" and int(c_[0]) < 5000]
         if steady:
             def med(k):
