@@ -609,11 +609,14 @@ static const char keep_nodes_sql[] =
 	"WITH c AS (SELECT id FROM nodes WHERE " CHANGED("nodes") " UNION SELECT node_id FROM gpus WHERE "
 	CHANGED("gpus") ") " NODE_SQL("WHERE n.id IN (SELECT id FROM c)", "WHERE node_id IN (SELECT id FROM c)");
 /* every changed job, pending or not (col 20: whether it is one the core plans) */
+/* (The changed ids are found first, by a scan: ordered in one query, the
+ * planner walks the whole primary key instead.) */
 static const char keep_jobs_sql[] =
-	"SELECT " JOB_COLS ", " JOB_PENDING " FROM jobs WHERE (" CHANGED("jobs")
+	"WITH c AS MATERIALIZED (SELECT " JOB_COLS ", " JOB_PENDING " FROM jobs WHERE (" CHANGED("jobs")
 	" OR (begin_at > to_timestamp($2::bigint - 2) AND begin_at <= now()))"
 	/* not a row whose last version is the leader's own reason write, kept already */
-	" AND NOT (jobs.xmin = $3::text::xid AND id IN (SELECT unnest($4::bigint[]))) ORDER BY id";
+	" AND NOT (jobs.xmin = $3::text::xid AND id IN (SELECT unnest($4::bigint[]))))"
+	" SELECT * FROM c ORDER BY 1";
 /* the singleton blockers of the pending jobs that may have one ($1) */
 static const char keep_singleton_sql[] = "SELECT id, " SINGLETON_COL " FROM jobs WHERE id = ANY($1::bigint[]) ORDER BY id";
 static const char keep_edges_sql[] = EDGE_SQL(" AND j.id = ANY($1::bigint[])");
@@ -621,9 +624,10 @@ static const char keep_deps_sql[] = DEPSTATE_SQL("SELECT DISTINCT unnest($1::big
 /* every changed run, live or not (col 13). (IN (SELECT unnest(..)) rather
  * than = ANY(..): a hashed lookup, not a walk of the array per row.) */
 static const char keep_runs_sql[] =
-	"SELECT " RUN_COLS ", r.live FROM runs r JOIN jobs j ON j.id = r.job_id WHERE " CHANGED("r")
-	" OR (r.live AND r.job_id IN (SELECT unnest($2::bigint[]))) OR r.id IN (SELECT a.run_id FROM run_allocations a"
-	" WHERE " CHANGED("a") ") ORDER BY r.id";
+	"WITH c AS MATERIALIZED (SELECT " RUN_COLS ", r.live FROM runs r JOIN jobs j ON j.id = r.job_id WHERE "
+	CHANGED("r") " OR (r.live AND r.job_id IN (SELECT unnest($2::bigint[])))"
+	" OR r.id IN (SELECT a.run_id FROM run_allocations a WHERE " CHANGED("a") "))"
+	" SELECT * FROM c ORDER BY 1";
 static const char keep_allocs_sql[] = "SELECT run_id, node_id, node_rank, gpu_index FROM run_allocations"
 				      " WHERE live AND run_id IN (SELECT unnest($1::bigint[])) ORDER BY run_id, node_rank, gpu_index";
 
