@@ -274,8 +274,8 @@ void store_sched_snap_release(struct store_sched_snap *snap);
  * see: its xmin is at or after the xmin of the database snapshot taken
  * just before that refresh read anything (pg_current_snapshot; a superset:
  * a row read twice is merged twice, to the same result). Changed are read:
- * jobs (pending, or gone from pending), the pending jobs with the same
- * singleton name as a changed job, their typed dependencies and the states
+ * jobs (pending, or gone from pending), the singleton blockers of the
+ * pending jobs that name one, the changed ones' typed dependencies and the states
  * of the jobs they name, live runs (a changed run, allocation or job) with
  * their allocations, nodes (a changed node or GPU row), and pending jobs
  * whose begin time came since. Tenants, quotas, classes, decayed usage and
