@@ -268,6 +268,47 @@ int store_sched_snap_load_settings(PGconn *c, const struct store_sched_settings 
 	__attribute__((warn_unused_result));
 void store_sched_snap_release(struct store_sched_snap *snap);
 
+/*
+ * The leader's kept snapshot: loaded whole once, then refreshed each cycle
+ * with only the rows that changed since the last refresh. A row changed
+ * when its version was written by a transaction the last refresh could not
+ * see: its xmin is at or after the xmin of the database snapshot taken
+ * just before that refresh read anything (pg_current_snapshot; a superset:
+ * a row read twice is merged twice, to the same result). Changed are read:
+ * jobs (pending, or gone from pending), the singleton blockers of the
+ * pending jobs that name one, the changed ones' typed dependencies and the states
+ * of the jobs they name, live runs (a changed run, allocation or job) with
+ * their allocations, nodes (a changed node or GPU row), and pending jobs
+ * whose begin time came since. Tenants, quotas, classes, decayed usage and
+ * run-time histories (small) and the settings are read whole every time.
+ * Deleted rows leave no version behind: the node count is checked (a
+ * difference loads whole); jobs, runs and allocations are never deleted.
+ * A refresh loads whole after store_sched_keep_reset (a new leadership
+ * term, a cycle rolled back: its reads may have seen its own writes), when
+ * nothing is kept, or on a gap (the node count, an xid bound that went
+ * backwards or 2^30 ahead). The result equals a whole load in the same
+ * transaction field for field (unit.store.sched_keep).
+ * Ownership: store_sched_keep_new returns a new object (store_sched_keep_free;
+ * NULL is a no-op); *snap from a refresh is borrowed until the next
+ * refresh, reset or free.
+ */
+struct store_sched_keep;
+struct store_sched_keep *store_sched_keep_new(void);
+void store_sched_keep_free(struct store_sched_keep *k);
+void store_sched_keep_reset(struct store_sched_keep *k);
+
+struct store_sched_keep_stats {
+	bool whole;          /* this refresh loaded everything */
+	const char *why;     /* why whole ("reset": nothing kept, "nodes", "xid"), static; NULL when not */
+	size_t jobs, runs, nodes; /* rows read as changed (not whole) */
+};
+
+/* Refreshes (or loads) the kept snapshot inside the cycle transaction, with
+ * `set` read in it. */
+int store_sched_keep_refresh(PGconn *c, const struct store_sched_settings *set, struct store_sched_keep *k,
+			     const struct store_sched_snap **snap, struct store_sched_keep_stats *st,
+			     struct mu_error *err) __attribute__((warn_unused_result));
+
 /* ---- decisions ------------------------------------------------------------ */
 
 struct store_sched_start {
@@ -322,6 +363,22 @@ struct store_sched_decisions {
  */
 int store_sched_apply(PGconn *c, int64_t epoch, const struct store_sched_decisions *d, int *started,
 		      struct mu_error *err) __attribute__((warn_unused_result));
+
+/*
+ * The leader's own reason writes, kept without reading them back (it
+ * rewrites up to 5000 a cycle: read back, they would be most of every
+ * refresh). Before store_sched_apply(d): store_sched_keep_lock_pending
+ * row-locks d's pending jobs and finds those unchanged since the refresh
+ * read them. After it, in the same transaction: store_sched_keep_note_pending
+ * sets their written reasons in the kept snapshot, and the next refresh
+ * does not read them while their last version is this write. A job also
+ * started or failed, or changed by another writer since the read, is read
+ * again. Where the transaction does not commit, store_sched_keep_reset.
+ */
+int store_sched_keep_lock_pending(PGconn *c, struct store_sched_keep *k, const struct store_sched_decisions *d,
+				  struct mu_error *err) __attribute__((warn_unused_result));
+int store_sched_keep_note_pending(PGconn *c, struct store_sched_keep *k, const struct store_sched_decisions *d,
+				  struct mu_error *err) __attribute__((warn_unused_result));
 
 struct store_sched_stats {
 	double cycle_ms, load_ms, commit_ms;

@@ -4,7 +4,10 @@
   bench_scheduler.py latency  [--jobs 300]          submit -> assigned on an idle 100 x 8 cluster
   bench_scheduler.py failover [--rounds 5]          kill -9 of the leader -> first decision of the new one
   bench_scheduler.py cycle    [--nodes 10000 --pending 100000 --running 50000] [--promises]
-                                                    one full cycle (load + core + commit) at scale
+                              [--cycles 3] [--changes 0 --change-every 0.5]
+                                                    full cycles (load + core + commit) at scale; with
+                                                    --changes, a stream of changes meanwhile (the
+                                                    kept snapshot's steady state)
   bench_scheduler.py dryrun   [--nodes 10000 --pending 100000 --running 50000 --requests 400]
                                                     POST /v1/jobs/dry-run latency from the kept plan
 
@@ -174,23 +177,74 @@ def populate(c, args):
     return pg
 
 
+def changer(c, args, stop):
+    """Every --change-every seconds, --changes row changes as a live cluster
+    makes them: a quarter each submits, cancels of pending jobs, runs ended
+    by their agents (the leader finishes them) and node rows rewritten (as
+    heartbeats do), then one NOTIFY. Pending and running job ids are the
+    populated ranges (1..R running, R+1..R+P pending)."""
+    import random
+    pg = PG(c.db_url)
+    R, P = args.running, args.pending
+    k = max(1, args.changes // 4)
+    rnd = random.Random(1)
+    while not stop.wait(args.change_every):
+        cancel = ",".join(str(R + 1 + rnd.randrange(P)) for _ in range(k))
+        end = ",".join(str(1 + rnd.randrange(R)) for _ in range(k))
+        nodes = ",".join(str(1 + rnd.randrange(args.nodes)) for _ in range(k))
+        pg.query("INSERT INTO jobs (tenant_id, user_name, priority_class_id, nodes, gpus_per_node, gpu_model,"
+                 " time_limit, command) SELECT 1, 'u' || (i %% 50), 2, 1, 8, 'h100', 3600, '[\"x\"]'"
+                 " FROM generate_series(1, %d) i" % k)
+        pg.query("UPDATE jobs SET state = 'CANCELLED', ended_at = now() WHERE id IN (%s) AND state = 'PENDING'"
+                 % cancel)
+        pg.query("UPDATE runs SET state = 'COMPLETED', exit_code = 0, ended_at = now() WHERE id IN (%s)"
+                 " AND live AND ended_at IS NULL" % end)
+        pg.query("UPDATE nodes SET address = address WHERE id IN (%s)" % nodes)
+        pg.query("NOTIFY muster_sched, 'run:0'")
+
+
 def bench_cycle(args):
+    import threading
     with harness.Cluster() as c:
         populate(c, args)
-        p = start_scheduler(c, "sched", "--max-cycles", str(args.cycles), "--tick", "100ms", "--full-every", "0",
-                            "--log-level", "debug", *args.sched_arg)
-        p.wait(timeout=600)
+        stop = threading.Event()
+        th = None
+        if args.changes:
+            th = threading.Thread(target=changer, args=(c, args, stop))
+            th.start()
+        la0 = os.getloadavg()[0]
+        try:
+            p = start_scheduler(c, "sched", "--max-cycles", str(args.cycles), "--tick", "100ms", "--full-every",
+                                "0", "--log-level", "debug", *args.sched_arg)
+            p.wait(timeout=600)
+        finally:
+            stop.set()
+            if th:
+                th.join()
+        la1 = os.getloadavg()[0]
         log = c.log_text("sched")
         cyc = re.findall(r"reasons=(\d+) load_ms=([\d.]+) core_ms=([\d.]+) write_ms=([\d.]+)"
-                         r" total_ms=([\d.]+)", log)
-        hints = re.findall(r"total_ms=[\d.]+ hint=(\w+)", log)
+                         r" total_ms=([\d.]+) hint=(\w+) load=(\w+) changed_jobs=(\d+) changed_runs=(\d+)"
+                         r" changed_nodes=(\d+)", log)
         stats = q(c, "SELECT last_cycle_ms, last_load_ms, last_commit_ms, last_pending, last_running"
                      " FROM scheduler_lease")[0]
-        for i, (re_, lo, co, wr, to) in enumerate(cyc):
-            print("cycle %d: load %s ms, core %s ms, write %s ms (%s pending reasons changed),"
-                  " total %s ms (+ COMMIT)%s" % (i + 1, lo, co, wr, re_, to,
-                                                 ", kept view + hint" if i < len(hints) and hints[i] == "yes"
-                                                 else ""))
+        for i, (re_, lo, co, wr, to, hint, how, cj, cr, cn) in enumerate(cyc):
+            print("cycle %d: load %s ms (%s%s), core %s ms, write %s ms (%s pending reasons changed),"
+                  " total %s ms (+ COMMIT)%s" % (i + 1, lo, how,
+                                                 "" if how != "changes" else
+                                                 ": %s jobs, %s runs, %s nodes" % (cj, cr, cn),
+                                                 co, wr, re_, to,
+                                                 ", kept view + hint" if hint == "yes" else ""))
+        for ph in re.findall(r"kept snapshot: (.*)", log)[-5:]:
+            print("refresh (last cycles): " + ph)
+        steady = [c_ for c_ in cyc if c_[6] == "changes" and int(c_[0]) < 5000]
+        if steady:
+            def med(k):
+                xs = sorted(float(c_[k]) for c_ in steady)
+                return xs[len(xs) // 2]
+            print("steady cycles (kept snapshot, no reasons left to rewrite), %d: median load %.1f ms, core"
+                  " %.1f ms, write %.1f ms, total %.1f ms; load average %.1f -> %.1f"
+                  % (len(steady), med(1), med(2), med(3), med(4), la0, la1))
         print("last cycle recorded: %s ms (load %s ms, decisions write %s ms), pending %s, running %s"
               % stats)
         if not cyc:
@@ -271,6 +325,9 @@ def main():
     a.add_argument("--pending", type=int, default=100000)
     a.add_argument("--running", type=int, default=50000)
     a.add_argument("--cycles", type=int, default=3)
+    a.add_argument("--changes", type=int, default=0,
+                   help="row changes (submits, cancels, run ends, node rows) every --change-every seconds")
+    a.add_argument("--change-every", type=float, default=0.5)
     a.add_argument("--promises", action="store_true",
                    help="add never-reached quotas (tenant-wide and per model) and user run-time histories")
     a.add_argument("--sched-arg", action="append", default=[],

@@ -22,6 +22,7 @@ void scheduler_keep_init(struct scheduler_keep *k, long long rebuild_every_ms)
 	memset(k, 0, sizeof(*k));
 	sched_decisions_init(&k->dec);
 	k->delta = plan_delta_new();
+	k->db = store_sched_keep_new();
 	k->rebuild_every_ms = rebuild_every_ms;
 }
 
@@ -29,21 +30,37 @@ void scheduler_keep_release(struct scheduler_keep *k)
 {
 	sched_decisions_release(&k->dec);
 	plan_delta_free(k->delta);
+	store_sched_keep_free(k->db);
 	memset(k, 0, sizeof(*k));
 }
 
-/* The hint for this cycle's snapshot, or NULL where the core must rebuild. */
-static const struct sched_delta *keep_hint(struct scheduler_keep *k, int64_t epoch,
-					   const struct sched_snapshot *s)
+/* A new term, or the safety net: the kept snapshot and view start over. */
+static void keep_term(struct scheduler_keep *k, int64_t epoch)
 {
 	double now = scheduler_now_ms();
 
 	if (k->epoch != epoch || now - k->last_rebuild_ms >= (double)k->rebuild_every_ms) {
 		plan_delta_reset(k->delta);
+		store_sched_keep_reset(k->db);
 		k->have_fingerprint = false; /* a new term (or the safety net) moves the plan too */
 		k->epoch = epoch;
 		k->last_rebuild_ms = now;
 	}
+}
+
+/* A failed cycle: what it read may include its own rolled-back writes. */
+static void keep_drop(struct scheduler_keep *k)
+{
+	if (!k)
+		return;
+	plan_delta_reset(k->delta);
+	store_sched_keep_reset(k->db);
+	k->have_fingerprint = false; /* the next cycle bumps: nothing here was committed */
+}
+
+/* The hint for this cycle's snapshot, or NULL where the core must rebuild. */
+static const struct sched_delta *keep_hint(struct scheduler_keep *k, const struct sched_snapshot *s)
+{
 	k->cycles++;
 	const struct sched_delta *d = plan_delta_next(k->delta, s);
 	k->hinted += d != NULL;
@@ -78,6 +95,8 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 {
 	struct store_sched_settings set;
 	struct store_sched_snap db = { 0 };
+	const struct store_sched_snap *dbp = &db;
+	struct store_sched_keep_stats ks = { 0 };
 	struct scheduler_snap snap = { 0 };
 	struct sched_decisions local;
 	struct sched_decisions *dec = o->keep ? &o->keep->dec : &local;
@@ -119,19 +138,23 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 		*did_full = true;
 
 	t1 = scheduler_now_ms();
-	ret = store_sched_snap_load_settings(c, &set, &db, err);
+	if (o->keep) {
+		keep_term(o->keep, epoch);
+		ret = store_sched_keep_refresh(c, &set, o->keep->db, &dbp, &ks, err);
+	} else {
+		ret = store_sched_snap_load_settings(c, &set, &db, err);
+		ks.whole = true;
+	}
 	if (ret)
 		goto out_rollback;
 	t2 = scheduler_now_ms();
-	ret = scheduler_snap_build(&db, &snap, err);
+	ret = scheduler_snap_build(dbp, &snap, err);
 	if (ret)
 		goto out_rollback;
 	if (o->keep)
-		snap.core.delta = keep_hint(o->keep, epoch, &snap.core);
+		snap.core.delta = keep_hint(o->keep, &snap.core);
 	if (sched_cycle(&snap.core, dec)) {
 		ret = mu_error_set(err, MU_EINTERNAL, "", "policy core refused the snapshot: %s", dec->error);
-		if (o->keep)
-			plan_delta_reset(o->keep->delta);
 		goto out_rollback;
 	}
 	scheduler_decisions_from_core(&snap, dec, &out);
@@ -139,7 +162,11 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 		mu_err("epoch=%" PRId64 " policy core granted %zu starts short of GPUs; not written", epoch,
 		       out.dropped);
 	t3 = scheduler_now_ms();
-	ret = store_sched_apply(c, epoch, &out.db, &started, err);
+	ret = o->keep ? store_sched_keep_lock_pending(c, o->keep->db, &out.db, err) : 0;
+	if (!ret)
+		ret = store_sched_apply(c, epoch, &out.db, &started, err);
+	if (!ret && o->keep)
+		ret = store_sched_keep_note_pending(c, o->keep->db, &out.db, err);
 	/* the plan dry-runs answer from (service/plan) is this one now */
 	if (!ret && plan_moves(o->keep, &snap.core, &out.db, started, down + timeouts + expired + ended + running))
 		ret = store_plan_generation_bump(c, err);
@@ -148,8 +175,8 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 
 	st->load_ms = t2 - t1;
 	st->commit_ms = scheduler_now_ms() - t3;
-	st->pending = (int)db.njobs - started;
-	st->running = (int)db.nruns + started;
+	st->pending = (int)dbp->njobs - started;
+	st->running = (int)dbp->nruns + started;
 	st->started = started;
 	st->preempted = (int)out.db.npreempt;
 	st->ended = ended;
@@ -160,8 +187,7 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 	ret = store_sched_cycle_commit(c, epoch, err);
 	st->cycle_ms = scheduler_now_ms() - t0;
 	if (ret) {
-		if (o->keep)
-			o->keep->have_fingerprint = false;
+		keep_drop(o->keep);
 		goto out;
 	}
 	enum mu_log_level lv = started || ended || down || timeouts || expired || out.db.npreempt ||
@@ -170,16 +196,17 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 				       : MU_LOG_DEBUG;
 	mu_log(lv, "epoch=%" PRId64 " cycle: started=%d ended=%d preempted=%zu node_fail=%zu shrunk=%zu"
 			" timeouts=%d stop_expired=%d nodes_down=%d failed=%zu pending=%d running=%d"
-			" reasons=%zu load_ms=%.1f core_ms=%.1f write_ms=%.1f total_ms=%.1f hint=%s",
+			" reasons=%zu load_ms=%.1f core_ms=%.1f write_ms=%.1f total_ms=%.1f hint=%s"
+			" load=%s changed_jobs=%zu changed_runs=%zu changed_nodes=%zu",
 			epoch, started, ended, out.db.npreempt, out.db.nfail_runs, out.db.nshrinks, timeouts,
 			expired, down, out.db.nfail_jobs,
 			st->pending, st->running, out.db.npending, st->load_ms, t3 - t2, st->commit_ms, st->cycle_ms,
-			snap.core.delta ? "yes" : "no");
+			snap.core.delta ? "yes" : "no", ks.whole ? (ks.why ? ks.why : "whole") : "changes", ks.jobs,
+			ks.runs, ks.nodes);
 	goto out;
 out_rollback:
 	store_sched_cycle_rollback(c);
-	if (o->keep)
-		o->keep->have_fingerprint = false; /* the next cycle bumps: nothing here was committed */
+	keep_drop(o->keep);
 out:
 	scheduler_decisions_release(&out);
 	sched_decisions_release(&local);

@@ -21,15 +21,19 @@
  * What a leader keeps from one cycle to the next: the core's decisions
  * object (its view of the cluster lives in it) and the comparison copy of
  * the last snapshot (plan/delta.h), so that each cycle passes the core
- * what changed (sched_snapshot.delta) instead of having it rebuild its view.
+ * what changed (sched_snapshot.delta) instead of having it rebuild its view,
+ * and the database snapshot, refreshed with only the rows changed since the
+ * last cycle (store_sched_keep_refresh) instead of loaded whole.
  * The core's decisions are exactly those of a rebuild (unit.plan.delta).
- * A full rebuild happens on the first cycle of a leadership term (another
- * epoch), after a failed cycle, and at least every rebuild_every_ms.
+ * A full rebuild (and a whole load) happens on the first cycle of a
+ * leadership term (another epoch), after a failed cycle, and at least every
+ * rebuild_every_ms; a whole load also on a gap the refresh finds.
  * Owned by the caller: scheduler_keep_init / scheduler_keep_release.
  */
 struct scheduler_keep {
 	struct sched_decisions dec;
 	struct plan_delta *delta;
+	struct store_sched_keep *db; /* the kept database snapshot (store_sched.h) */
 	int64_t epoch;
 	double last_rebuild_ms;
 	long long rebuild_every_ms; /* <= 0: every cycle */

@@ -50,7 +50,8 @@ static const struct mu_opt opts[] = {
 	{ "full-every", "MUSTER_SCHED_FULL_EVERY", MU_OPT_DURATION, "10s",
 	  "a full cycle (snapshot + policy core) at least this often even without events", &full_every_ms },
 	{ "rebuild-every", "MUSTER_SCHED_REBUILD_EVERY", MU_OPT_DURATION, "300s",
-	  "the policy core rebuilds its kept view of the cluster at least this often (0: every cycle)",
+	  "the policy core rebuilds its kept view of the cluster, and the leader loads its kept"
+	  " snapshot whole, at least this often (0: every cycle)",
 	  &rebuild_every_ms },
 	{ "standby-poll", "MUSTER_SCHED_STANDBY_POLL", MU_OPT_DURATION, "200ms",
 	  "how often a standby checks the leader lock and lease", &poll_ms },
