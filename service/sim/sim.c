@@ -298,15 +298,22 @@ static inline int popcount64(uint64_t x)
 	return (int)((x * 0x0101010101010101ULL) >> 56);
 }
 
+/* Free GPUs of node x with used mask u, and the part of them on a partly used node. */
+static void frag_count(const struct sched_node *x, uint64_t u, int h, int *f, int *part)
+{
+	*f = popcount64(x->healthy & ~u);
+	*part = *f > 0 && *f < h ? *f : 0;
+}
+
 static void frag_node(struct sim *s, size_t n, int sign)
 {
 	const struct sched_node *x = &s->nodes[n];
 	if (x->state != SCHED_NODE_UP)
 		return;
-	int f = popcount64(x->healthy & ~x->used);
+	int f, part;
+	frag_count(x, x->used, popcount64(x->healthy), &f, &part);
 	s->free_gpus += sign * f;
-	if (f > 0 && f < popcount64(x->healthy))
-		s->partial_free += sign * f;
+	s->partial_free += sign * part;
 }
 
 static void frag_advance(struct sim *s, int64_t t)
@@ -327,12 +334,16 @@ static void set_used(struct sim *s, const struct sched_alloc *a, size_t na, bool
 			s->dflag[a[k].node] = true;
 			s->dnode[s->ndnode++] = a[k].node;
 		}
-		frag_node(s, (size_t)a[k].node, -1);
-		if (used)
-			s->nodes[a[k].node].used |= a[k].gpus;
-		else
-			s->nodes[a[k].node].used &= ~a[k].gpus;
-		frag_node(s, (size_t)a[k].node, +1);
+		struct sched_node *x = &s->nodes[a[k].node];
+		uint64_t u = used ? x->used | a[k].gpus : x->used & ~a[k].gpus;
+		if (x->state == SCHED_NODE_UP) { /* frag_node() -1 and +1 with one count of the healthy GPUs */
+			int h = popcount64(x->healthy), f0, p0, f1, p1;
+			frag_count(x, x->used, h, &f0, &p0);
+			frag_count(x, u, h, &f1, &p1);
+			s->free_gpus += f1 - f0;
+			s->partial_free += p1 - p0;
+		}
+		x->used = u;
 	}
 }
 
