@@ -1302,6 +1302,14 @@ out:
 	return ret;
 }
 
+int store__job_cancel_in_tx(PGconn *c, struct mu_arena *a, const char *scope, int64_t id,
+			    const char *who, struct store_job *out, struct mu_error *err)
+{
+	struct cancel_arg ca = { a, scope, id, who, out };
+
+	return cancel_tx(c, &ca, err);
+}
+
 int store_job_cancel(PGconn *c, struct mu_arena *a, const char *scope, int64_t id,
 		     const char *who, struct store_job *out, struct mu_error *err)
 {

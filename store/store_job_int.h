@@ -37,5 +37,8 @@
 
 /* Reads JOB_COLS of row `row` starting at column `b` into *j (strings in a). */
 void store__job_row(struct mu_arena *a, const PGresult *r, int row, int b, struct store_job *j);
+/* store_job_cancel's work inside the caller's transaction (store_job_cancel_many). */
+int store__job_cancel_in_tx(PGconn *c, struct mu_arena *a, const char *scope, int64_t id,
+			    const char *who, struct store_job *out, struct mu_error *err);
 
 #endif

@@ -434,3 +434,55 @@ int store_job_cancel_array(PGconn *c, struct mu_arena *a, const char *scope, int
 
 	return store_db_tx(c, NULL, 0, carr_tx, &ca, err);
 }
+
+/* ---- cancel of many ids in one transaction --------------------------------- */
+
+struct cmany_arg {
+	struct mu_arena *a;
+	const char *scope;
+	bool array;
+	const char *who;
+	struct store_job_cancel_item *items;
+	size_t n;
+};
+
+static int cmany_tx(PGconn *c, void *arg, struct mu_error *err)
+{
+	struct cmany_arg *m = arg;
+
+	for (size_t i = 0; i < m->n; i++) {
+		struct store_job_cancel_item *it = &m->items[i];
+		int ret = MU_ENOTFOUND;
+
+		mu_error_clear(&it->err);
+		it->tasks = 0;
+		if (m->array) {
+			struct carr_arg ca = { m->a, m->scope, it->id, m->who, &it->job, &it->tasks };
+
+			ret = carr_tx(c, &ca, &it->err);
+			if (ret == MU_ENOTFOUND)
+				mu_error_clear(&it->err);
+		}
+		if (ret == MU_ENOTFOUND) {
+			it->tasks = 0;
+			ret = store__job_cancel_in_tx(c, m->a, m->scope, it->id, m->who, &it->job,
+						      &it->err);
+		}
+		/* not found / ended wrote nothing; anything else ends the transaction */
+		if (ret < 0 && ret != MU_ENOTFOUND && ret != MU_ESTATE) {
+			*err = it->err;
+			return ret;
+		}
+		it->code = ret;
+	}
+	return 0;
+}
+
+int store_job_cancel_many(PGconn *c, struct mu_arena *a, const char *scope, bool array,
+			  const char *who, struct store_job_cancel_item *items, size_t n,
+			  struct mu_error *err)
+{
+	struct cmany_arg m = { a, scope, array, who, items, n };
+
+	return store_db_tx(c, NULL, 0, cmany_tx, &m, err);
+}
