@@ -653,7 +653,8 @@ static int exchange(struct cli_http *h, struct exchange *x)
 	int ret = -1;
 
 	for (int attempt = 0; attempt < 2; attempt++) {
-		bool reused = h->fd >= 0;
+		bool reused = h->fd >= 0, sent_all;
+		char send_why[sizeof(h->why)];
 		long long length;
 		bool chunked, keep;
 		long end;
@@ -667,13 +668,16 @@ static int exchange(struct cli_http *h, struct exchange *x)
 				break;
 			}
 		}
-		if (io_write(h, head, strlen(head), deadline) < 0 ||
-		    (x->body && io_write(h, x->body, x->body_len, deadline) < 0)) {
+		if (io_write(h, head, strlen(head), deadline) < 0) {
 			drop(h);
 			if (reused)
 				continue;
 			break;
 		}
+		/* A server may refuse a body from its headers (413) and close while
+		 * it is still being sent: its answer is then read all the same. */
+		sent_all = !x->body || io_write(h, x->body, x->body_len, deadline) == 0;
+		snprintf(send_why, sizeof(send_why), "%s", h->why);
 		for (;;) {
 			end = read_head(h, deadline);
 			if (end <= 0)
@@ -687,14 +691,18 @@ static int exchange(struct cli_http *h, struct exchange *x)
 				break;
 			x->status = 0; /* 1xx: another head follows */
 		}
-		if (end == 0 && reused) {
+		if (end == 0 && reused && sent_all) {
 			drop(h);
 			continue;
 		}
 		if (end <= 0) {
+			if (!sent_all)
+				snprintf(h->why, sizeof(h->why), "%s", send_why);
 			drop(h);
 			break;
 		}
+		if (!sent_all)
+			keep = false;
 		x->got_head = true;
 		if (x->status == 204 || x->status == 304 || !strcmp(x->method, "HEAD"))
 			ret = 0;
