@@ -49,7 +49,7 @@ static int cancel_all(PGconn *db, struct rest_req *rq, void *arg)
 		} else {
 			ok++;
 			mu_buf_adds(&b, "\"ok\":true,\"state\":");
-			mu_buf_add_json_strz(&b, items[i].job.state);
+			mu_buf_add_json_strz(&b, items[i].state);
 			if (items[i].tasks)
 				mu_buf_addf(&b, ",\"tasks_cancelled\":%lld", (long long)items[i].tasks);
 		}

@@ -243,14 +243,15 @@ struct store_job_cancel_item {
 	int64_t id;
 	int code;              /* 0, or the MU_E* store_job_cancel(_array) would have returned */
 	struct mu_error err;   /* when code < 0 */
-	struct store_job job;  /* when code == 0: the job (the array's first task) after */
+	const char *state;     /* when code == 0: the job's (the array's first task's) state after (arena) */
 	int64_t tasks;         /* array: how many tasks were cancelled (0 for a lone job) */
 };
 
 /*
  * Each items[i].id cancelled as store_job_cancel (with `array`, as
  * store_job_cancel_array first) would, all in ONE transaction (one commit
- * for up to 10,000 ids, POST /v1/jobs/cancel). A failing id (not found in
+ * for up to 10,000 ids, POST /v1/jobs/cancel; the pending lone jobs in one
+ * statement). A failing id (not found in
  * scope, already ended) writes nothing and does not stop the others; only
  * a database failure fails the call (nothing is cancelled then).
  */
