@@ -2,9 +2,9 @@
  * rest_bulk.c - one request for many jobs: POST /v1/jobs/cancel
  * {"ids":[...], "array":bool} cancels each id as POST /v1/jobs/{id}/cancel
  * (?array=true when "array" is true) would, and answers each id's outcome
- * (docs/api.md "Cancelling many jobs"). Not all or nothing: each id is its
- * own transaction; an id outside the caller's scope is "not found", never
- * touched. `muster cancel 1 2 3` uses it (scancel's many ids, one round trip).
+ * Not all or nothing: an id that fails (not found, ended) changes nothing
+ * and the others go on, all in one transaction (store_job_cancel_many: one
+ * commit); an id outside the caller's scope is "not found", never touched. `muster cancel 1 2 3` uses it (scancel's many ids, one round trip).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@
 #include "jv.h"
 #include "rest.h"
 #include "rest_server.h"
-#include "store_job.h"
+#include "ops_jobs.h"
 
 #define BULK_MAX_IDS 10000
 
@@ -27,46 +27,28 @@ struct bulk {
 static int cancel_all(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct bulk *bk = arg;
+	struct store_job_cancel_item *items = mu_arena_alloc(rq->arena, bk->n * sizeof(*items));
 	struct mu_buf b = MU_BUF_INIT;
-	char who[96];
 	size_t ok = 0;
+	int ret;
 
-	snprintf(who, sizeof(who), "token:%lld", (long long)rq->who.token_id);
+	for (size_t i = 0; i < bk->n; i++)
+		items[i].id = bk->ids[i];
+	ret = ops_job_cancel_many(db, rq->arena, &rq->who, bk->array, items, bk->n, &rq->err);
+	if (ret < 0)
+		return ret;
 	mu_buf_adds(&b, "{\"results\":[");
 	for (size_t i = 0; i < bk->n; i++) {
-		struct store_job job;
-		struct mu_error err;
-		int64_t tasks = 0;
-		int ret = MU_ENOTFOUND;
-
-		mu_error_clear(&err);
-		if (bk->array) {
-			ret = store_job_cancel_array(db, rq->arena, rest_scope_path(rq), bk->ids[i], who,
-						     &job, &tasks, &err);
-			if (ret == MU_ENOTFOUND)
-				mu_error_clear(&err);
-		}
-		if (ret == MU_ENOTFOUND) {
-			tasks = 0;
-			ret = store_job_cancel(db, rq->arena, rest_scope_path(rq), bk->ids[i], who, &job,
-					       &err);
-		}
-		mu_buf_addf(&b, "%s{\"id\":%lld,", i ? "," : "", (long long)bk->ids[i]);
-		if (ret < 0) {
-			if (ret == MU_EUNAVAIL || ret == MU_EINTERNAL) {
-				/* The database failed: the rest would too; the caller retries. */
-				rq->err = err;
-				mu_buf_release(&b);
-				return ret;
-			}
+		mu_buf_addf(&b, "%s{\"id\":%lld,", i ? "," : "", (long long)items[i].id);
+		if (items[i].code < 0) {
 			mu_buf_adds(&b, "\"ok\":false,\"problem\":");
-			rest_problem_render(&err, ret, &b);
+			rest_problem_render(&items[i].err, items[i].code, &b);
 		} else {
 			ok++;
 			mu_buf_adds(&b, "\"ok\":true,\"state\":");
-			mu_buf_add_json_strz(&b, job.state);
-			if (tasks)
-				mu_buf_addf(&b, ",\"tasks_cancelled\":%lld", (long long)tasks);
+			mu_buf_add_json_strz(&b, items[i].state);
+			if (items[i].tasks)
+				mu_buf_addf(&b, ",\"tasks_cancelled\":%lld", (long long)items[i].tasks);
 		}
 		mu_buf_addc(&b, '}');
 	}
@@ -107,7 +89,7 @@ static int parse(struct rest_req *rq, json_t *body, struct bulk *bk)
 		return mu_error_set(&rq->err, MU_ERANGE, "ids", "must hold 1..%d job ids", BULK_MAX_IDS);
 	bk->ids = mu_arena_alloc(rq->arena, bk->n * sizeof(*bk->ids));
 	json_array_foreach(ids, i, v) {
-		char field[24];
+		char field[48];
 
 		snprintf(field, sizeof(field), "ids.%zu", i);
 		if (!json_is_integer(v))

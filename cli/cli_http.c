@@ -1,13 +1,14 @@
 /*
  * cli_http.c - the CLI's HTTP/1.1 client over one socket: keep-alive,
  * Content-Length, chunked and read-to-close bodies, deadlines with poll(),
- * TLS through OpenSSL (only set up for https://). It replaced libcurl,
+ * TLS through OpenSSL (dlopen'ed for the first https:// connection). It replaced libcurl,
  * whose loading (libcurl and its ~30 shared libraries) was most of a short
  * command's CPU time (docs/cli.md, "The client").
  */
 #define _GNU_SOURCE /* memmem */
 #include "cli_http.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -38,6 +39,44 @@
 #define CALL_TIMEOUT_S 300L
 
 static int problem(long status, const json_t *doc, const char *raw, struct mu_error *err);
+
+/* ---- OpenSSL, loaded only for https:// ------------------------------------
+ * libssl and libcrypto cost ~1 ms of every process's start when linked
+ * (bench/RESULTS.md, "CLI against Slurm"); an http:// command never loads
+ * them. The headers give the types; these are the functions used. */
+#define OSSL_SSL_FNS(X) X(SSL_CTX_new) X(TLS_client_method) X(SSL_CTX_ctrl) X(SSL_CTX_set_verify) X(SSL_CTX_load_verify_locations) X(SSL_CTX_set_default_verify_paths) X(SSL_new) X(SSL_set_fd) X(SSL_get0_param) X(SSL_ctrl) X(SSL_set1_host) X(SSL_connect) X(SSL_get_error) X(SSL_read) X(SSL_write) X(SSL_free) X(SSL_CTX_free) X(SSL_get_verify_result)
+#define OSSL_CRYPTO_FNS(X) X(X509_VERIFY_PARAM_set1_ip_asc) X(X509_verify_cert_error_string) X(ERR_get_error) X(ERR_peek_error) X(ERR_clear_error) X(ERR_error_string_n)
+#define OSSL_DECL(f) __typeof__(&f) f;
+static struct {
+	OSSL_SSL_FNS(OSSL_DECL)
+	OSSL_CRYPTO_FNS(OSSL_DECL)
+	bool loaded;
+} ossl;
+
+static int ossl_load(struct cli_http *h)
+{
+	void *ssl, *crypto;
+
+	if (ossl.loaded)
+		return 0;
+	crypto = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_GLOBAL);
+	ssl = crypto ? dlopen("libssl.so.3", RTLD_NOW | RTLD_GLOBAL) : NULL;
+	if (!ssl) {
+		snprintf(h->why, sizeof(h->why), "TLS: cannot load OpenSSL 3: %s", dlerror());
+		return -1;
+	}
+#define OSSL_LOAD(lib, f)                                                              \
+	if (!(*(void **)&ossl.f = dlsym(lib, #f))) {                                  \
+		snprintf(h->why, sizeof(h->why), "TLS: OpenSSL has no %s", #f);     \
+		return -1;                                                             \
+	}
+#define OSSL_LOAD_SSL(f) OSSL_LOAD(ssl, f)
+#define OSSL_LOAD_CRYPTO(f) OSSL_LOAD(crypto, f)
+	OSSL_SSL_FNS(OSSL_LOAD_SSL)
+	OSSL_CRYPTO_FNS(OSSL_LOAD_CRYPTO)
+	ossl.loaded = true;
+	return 0;
+}
 
 /* ---- URL, connection ----------------------------------------------------- */
 
@@ -104,7 +143,7 @@ static void why(struct cli_http *h, const char *fmt, const char *arg)
 static void drop(struct cli_http *h)
 {
 	if (h->ssl) {
-		SSL_free(h->ssl);
+		ossl.SSL_free(h->ssl);
 		h->ssl = NULL;
 	}
 	if (h->fd >= 0)
@@ -179,20 +218,20 @@ next:
 
 static void tls_why(struct cli_http *h)
 {
-	long v = h->ssl ? SSL_get_verify_result(h->ssl) : X509_V_OK;
-	unsigned long e = ERR_get_error();
+	long v = h->ssl ? ossl.SSL_get_verify_result(h->ssl) : X509_V_OK;
+	unsigned long e = ossl.ERR_get_error();
 	char buf[200];
 
 	if (v != X509_V_OK) {
 		/* The words curl used, which scripts and tests look for. */
-		why(h, "SSL certificate problem: %s", X509_verify_cert_error_string(v));
+		why(h, "SSL certificate problem: %s", ossl.X509_verify_cert_error_string(v));
 	} else if (e) {
-		ERR_error_string_n(e, buf, sizeof(buf));
+		ossl.ERR_error_string_n(e, buf, sizeof(buf));
 		why(h, "TLS: %s", buf);
 	} else if (!h->why[0]) {
 		why(h, "%s", "TLS: the connection closed during the handshake");
 	}
-	ERR_clear_error();
+	ossl.ERR_clear_error();
 }
 
 static int tls_start(struct cli_http *h, long deadline)
@@ -200,39 +239,41 @@ static int tls_start(struct cli_http *h, long deadline)
 	const char *ca = getenv("MUSTER_CA_FILE");
 	unsigned char a6[16];
 
+	if (ossl_load(h) < 0)
+		return -1;
 	if (!h->ssl_ctx) {
-		h->ssl_ctx = SSL_CTX_new(TLS_client_method());
+		h->ssl_ctx = ossl.SSL_CTX_new(ossl.TLS_client_method());
 		if (!h->ssl_ctx) {
 			tls_why(h);
 			return -1;
 		}
-		SSL_CTX_set_min_proto_version(h->ssl_ctx, TLS1_2_VERSION);
-		SSL_CTX_set_verify(h->ssl_ctx, SSL_VERIFY_PEER, NULL);
-		if (ca && *ca ? SSL_CTX_load_verify_locations(h->ssl_ctx, ca, NULL) != 1
-			      : SSL_CTX_set_default_verify_paths(h->ssl_ctx) != 1) {
+		ossl.SSL_CTX_ctrl(h->ssl_ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL);
+		ossl.SSL_CTX_set_verify(h->ssl_ctx, SSL_VERIFY_PEER, NULL);
+		if (ca && *ca ? ossl.SSL_CTX_load_verify_locations(h->ssl_ctx, ca, NULL) != 1
+			      : ossl.SSL_CTX_set_default_verify_paths(h->ssl_ctx) != 1) {
 			snprintf(h->why, sizeof(h->why), "error setting certificate file: %s", ca);
-			ERR_clear_error();
+			ossl.ERR_clear_error();
 			return -1;
 		}
 	}
-	h->ssl = SSL_new(h->ssl_ctx);
-	if (!h->ssl || SSL_set_fd(h->ssl, h->fd) != 1) {
+	h->ssl = ossl.SSL_new(h->ssl_ctx);
+	if (!h->ssl || ossl.SSL_set_fd(h->ssl, h->fd) != 1) {
 		tls_why(h);
 		return -1;
 	}
 	if (inet_pton(AF_INET, h->host, a6) == 1 || inet_pton(AF_INET6, h->host, a6) == 1) {
-		X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(h->ssl), h->host);
+		ossl.X509_VERIFY_PARAM_set1_ip_asc(ossl.SSL_get0_param(h->ssl), h->host);
 	} else {
-		SSL_set_tlsext_host_name(h->ssl, h->host);
-		SSL_set1_host(h->ssl, h->host);
+		ossl.SSL_ctrl(h->ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name, h->host);
+		ossl.SSL_set1_host(h->ssl, h->host);
 	}
 	h->why[0] = '\0';
 	for (;;) {
-		int r = SSL_connect(h->ssl), e;
+		int r = ossl.SSL_connect(h->ssl), e;
 
 		if (r == 1)
 			return 0;
-		e = SSL_get_error(h->ssl, r);
+		e = ossl.SSL_get_error(h->ssl, r);
 		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
 			if (wait_fd(h, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline) < 0)
 				return -1;
@@ -253,11 +294,11 @@ static ssize_t io_read(struct cli_http *h, char *p, size_t n, long deadline)
 		if (h->ssl) {
 			int e;
 
-			ERR_clear_error();
-			r = SSL_read(h->ssl, p, (int)(n > INT32_MAX ? INT32_MAX : n));
+			ossl.ERR_clear_error();
+			r = ossl.SSL_read(h->ssl, p, (int)(n > INT32_MAX ? INT32_MAX : n));
 			if (r > 0)
 				return r;
-			e = SSL_get_error(h->ssl, (int)r);
+			e = ossl.SSL_get_error(h->ssl, (int)r);
 			if (e == SSL_ERROR_ZERO_RETURN)
 				return 0;
 			if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
@@ -265,7 +306,7 @@ static ssize_t io_read(struct cli_http *h, char *p, size_t n, long deadline)
 					return -1;
 				continue;
 			}
-			if (e == SSL_ERROR_SYSCALL && !ERR_peek_error()) {
+			if (e == SSL_ERROR_SYSCALL && !ossl.ERR_peek_error()) {
 				if (r == 0 || errno == ECONNRESET)
 					return 0; /* closed without close_notify: the caller judges */
 				why(h, "%s", strerror(errno));
@@ -303,7 +344,7 @@ static ssize_t ssl_write_nosigpipe(SSL *ssl, const char *p, size_t n)
 	sigemptyset(&pipe_set);
 	sigaddset(&pipe_set, SIGPIPE);
 	sigprocmask(SIG_BLOCK, &pipe_set, &old);
-	r = SSL_write(ssl, p, (int)(n > INT32_MAX ? INT32_MAX : n));
+	r = ossl.SSL_write(ssl, p, (int)(n > INT32_MAX ? INT32_MAX : n));
 	saved = errno;
 	while (sigtimedwait(&pipe_set, NULL, &zero) > 0)
 		;
@@ -320,17 +361,17 @@ static int io_write(struct cli_http *h, const char *p, size_t n, long deadline)
 		if (h->ssl) {
 			int e;
 
-			ERR_clear_error();
+			ossl.ERR_clear_error();
 			r = ssl_write_nosigpipe(h->ssl, p, n);
 			if (r <= 0) {
-				e = SSL_get_error(h->ssl, (int)r);
+				e = ossl.SSL_get_error(h->ssl, (int)r);
 				if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
 					if (wait_fd(h, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT,
 						    deadline) < 0)
 						return -1;
 					continue;
 				}
-				if (e == SSL_ERROR_SYSCALL && !ERR_peek_error())
+				if (e == SSL_ERROR_SYSCALL && !ossl.ERR_peek_error())
 					why(h, "%s", strerror(errno ? errno : EPIPE));
 				else
 					tls_why(h);
@@ -612,7 +653,8 @@ static int exchange(struct cli_http *h, struct exchange *x)
 	int ret = -1;
 
 	for (int attempt = 0; attempt < 2; attempt++) {
-		bool reused = h->fd >= 0;
+		bool reused = h->fd >= 0, sent_all;
+		char send_why[sizeof(h->why)];
 		long long length;
 		bool chunked, keep;
 		long end;
@@ -626,13 +668,16 @@ static int exchange(struct cli_http *h, struct exchange *x)
 				break;
 			}
 		}
-		if (io_write(h, head, strlen(head), deadline) < 0 ||
-		    (x->body && io_write(h, x->body, x->body_len, deadline) < 0)) {
+		if (io_write(h, head, strlen(head), deadline) < 0) {
 			drop(h);
 			if (reused)
 				continue;
 			break;
 		}
+		/* A server may refuse a body from its headers (413) and close while
+		 * it is still being sent: its answer is then read all the same. */
+		sent_all = !x->body || io_write(h, x->body, x->body_len, deadline) == 0;
+		snprintf(send_why, sizeof(send_why), "%s", h->why);
 		for (;;) {
 			end = read_head(h, deadline);
 			if (end <= 0)
@@ -646,14 +691,18 @@ static int exchange(struct cli_http *h, struct exchange *x)
 				break;
 			x->status = 0; /* 1xx: another head follows */
 		}
-		if (end == 0 && reused) {
+		if (end == 0 && reused && sent_all) {
 			drop(h);
 			continue;
 		}
 		if (end <= 0) {
+			if (!sent_all)
+				snprintf(h->why, sizeof(h->why), "%s", send_why);
 			drop(h);
 			break;
 		}
+		if (!sent_all)
+			keep = false;
 		x->got_head = true;
 		if (x->status == 204 || x->status == 304 || !strcmp(x->method, "HEAD"))
 			ret = 0;
@@ -695,7 +744,7 @@ void cli_http_release(struct cli_http *h)
 {
 	drop(h);
 	if (h->ssl_ctx)
-		SSL_CTX_free(h->ssl_ctx);
+		ossl.SSL_CTX_free(h->ssl_ctx);
 	if (h->auth_header) {
 		/* The secret does not linger in freed memory. */
 		memset(h->auth_header, 0, strlen(h->auth_header));

@@ -246,6 +246,27 @@ int store_job_cancel_array(PGconn *c, struct mu_arena *a, const char *scope, int
 			   const char *who, struct store_job *out, int64_t *ncancelled,
 			   struct mu_error *err) __attribute__((warn_unused_result));
 
+/* One id of store_job_cancel_many and its outcome. */
+struct store_job_cancel_item {
+	int64_t id;
+	int code;              /* 0, or the MU_E* store_job_cancel(_array) would have returned */
+	struct mu_error err;   /* when code < 0 */
+	const char *state;     /* when code == 0: the job's (the array's first task's) state after (arena) */
+	int64_t tasks;         /* array: how many tasks were cancelled (0 for a lone job) */
+};
+
+/*
+ * Each items[i].id cancelled as store_job_cancel (with `array`, as
+ * store_job_cancel_array first) would, all in ONE transaction (one commit
+ * for up to 10,000 ids, POST /v1/jobs/cancel; the pending lone jobs in one
+ * statement). A failing id (not found in
+ * scope, already ended) writes nothing and does not stop the others; only
+ * a database failure fails the call (nothing is cancelled then).
+ */
+int store_job_cancel_many(PGconn *c, struct mu_arena *a, const char *scope, bool array,
+			  const char *who, struct store_job_cancel_item *items, size_t n,
+			  struct mu_error *err) __attribute__((warn_unused_result));
+
 /*
  * Changing jobs (store_jobctl.c). Each runs in one transaction with the job
  * row locked; `if_match` (NULL = none) is the version the caller last saw

@@ -37,5 +37,14 @@
 
 /* Reads JOB_COLS of row `row` starting at column `b` into *j (strings in a). */
 void store__job_row(struct mu_arena *a, const PGresult *r, int row, int b, struct store_job *j);
+/* Every PENDING job of ids[0..n) in scope (but an array's first task when
+ * keep_array_heads) cancelled as cancel_tx would, in one statement; done[k]
+ * is set for each one cancelled. Inside the caller's transaction. */
+int store__job_cancel_pending_in_tx(PGconn *c, const char *scope, const int64_t *ids, size_t n,
+				    bool keep_array_heads, const char *who, bool *done,
+				    struct mu_error *err);
+/* store_job_cancel's work inside the caller's transaction (store_job_cancel_many). */
+int store__job_cancel_in_tx(PGconn *c, struct mu_arena *a, const char *scope, int64_t id,
+			    const char *who, struct store_job *out, struct mu_error *err);
 
 #endif

@@ -4,6 +4,7 @@
 
 #include <libpq-fe.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -81,6 +82,71 @@ static int cancel_tx(PGconn *c, void *arg, struct mu_error *err)
 out:
 	store_db_clear(r);
 	return ret;
+}
+
+struct id_at {
+	int64_t id;
+	size_t at;
+};
+
+static int cmp_id_at(const void *a, const void *b)
+{
+	int64_t x = ((const struct id_at *)a)->id, y = ((const struct id_at *)b)->id;
+
+	return (x > y) - (x < y);
+}
+
+int store__job_cancel_pending_in_tx(PGconn *c, const char *scope, const int64_t *ids, size_t n,
+				    bool keep_array_heads, const char *who, bool *done,
+				    struct mu_error *err)
+{
+	/* What cancel_tx does to a PENDING job, for all of them in three statements. */
+	static const char sql[] =
+		"WITH sel AS (SELECT j.id FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
+		"   WHERE j.id = ANY($1::bigint[]) AND " IN_SCOPE("$2") " AND j.state = 'PENDING'"
+		"     AND NOT ($3::boolean AND j.array_job_id IS NOT DISTINCT FROM j.id)"
+		"   ORDER BY j.id FOR UPDATE OF j),"
+		" u AS (UPDATE jobs SET state = 'CANCELLED', ended_at = now(), updated_at = now(),"
+		"   end_reason = 'cancelled', pending_reason = '', pending_message = '', planned_start = NULL"
+		"   FROM sel WHERE jobs.id = sel.id RETURNING jobs.id, jobs.tenant_id),"
+		" ev AS (INSERT INTO events (kind, tenant_id, job_id, reason, data)"
+		"   SELECT 'job.cancelled', tenant_id, id, 'cancel', jsonb_build_object('by', $4::text) FROM u)"
+		" SELECT id, pg_notify('muster_sched', 'cancel:' || id::text) FROM u";
+	struct mu_buf b = MU_BUF_INIT;
+	const char *p[4] = { NULL, scope, keep_array_heads ? "true" : "false", who ? who : "" };
+	PGresult *r = NULL;
+	int ret;
+
+	store__int_array(&b, ids, n);
+	mu_buf_addc(&b, '\0');
+	p[0] = b.p;
+	ret = store_db_exec(c, sql, 4, p, &r, err);
+	if (!ret && store_db_nrows(r) > 0) {
+		struct id_at *v = mu_malloc(sizeof(*v) * n);
+
+		for (size_t k = 0; k < n; k++)
+			v[k] = (struct id_at){ ids[k], k };
+		qsort(v, n, sizeof(*v), cmp_id_at);
+		for (int i = 0; i < store_db_nrows(r); i++) {
+			struct id_at key = { store_db_get_int64(r, i, 0), 0 };
+			const struct id_at *hit = bsearch(&key, v, n, sizeof(*v), cmp_id_at);
+
+			if (hit)
+				done[hit->at] = true;
+		}
+		mu_free(v);
+	}
+	store_db_clear(r);
+	mu_buf_release(&b);
+	return ret;
+}
+
+int store__job_cancel_in_tx(PGconn *c, struct mu_arena *a, const char *scope, int64_t id,
+			    const char *who, struct store_job *out, struct mu_error *err)
+{
+	struct cancel_arg ca = { a, scope, id, who, out };
+
+	return cancel_tx(c, &ca, err);
 }
 
 int store_job_cancel(PGconn *c, struct mu_arena *a, const char *scope, int64_t id,

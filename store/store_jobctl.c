@@ -444,3 +444,74 @@ int store_job_cancel_array(PGconn *c, struct mu_arena *a, const char *scope, int
 
 	return store_db_tx(c, NULL, 0, carr_tx, &ca, err);
 }
+
+/* ---- cancel of many ids in one transaction --------------------------------- */
+
+struct cmany_arg {
+	struct mu_arena *a;
+	const char *scope;
+	bool array;
+	const char *who;
+	struct store_job_cancel_item *items;
+	size_t n;
+};
+
+static int cmany_tx(PGconn *c, void *arg, struct mu_error *err)
+{
+	struct cmany_arg *m = arg;
+	int64_t *ids = mu_arena_alloc(m->a, m->n * sizeof(*ids));
+	bool *done = mu_arena_alloc(m->a, m->n * sizeof(*done));
+	int ret;
+
+	/* The common case, pending lone jobs, in one statement; the rest (arrays,
+	 * running jobs, ids not found or ended) one by one as their own cancel. */
+	for (size_t i = 0; i < m->n; i++) {
+		ids[i] = m->items[i].id;
+		done[i] = false;
+	}
+	ret = store__job_cancel_pending_in_tx(c, m->scope, ids, m->n, m->array, m->who, done, err);
+	if (ret < 0)
+		return ret;
+	for (size_t i = 0; i < m->n; i++) {
+		struct store_job_cancel_item *it = &m->items[i];
+		struct store_job job;
+
+		mu_error_clear(&it->err);
+		it->tasks = 0;
+		if (done[i]) {
+			it->code = 0;
+			it->state = "CANCELLED";
+			continue;
+		}
+		ret = MU_ENOTFOUND;
+		if (m->array) {
+			struct carr_arg ca = { m->a, m->scope, it->id, m->who, &job, &it->tasks };
+
+			ret = carr_tx(c, &ca, &it->err);
+			if (ret == MU_ENOTFOUND)
+				mu_error_clear(&it->err);
+		}
+		if (ret == MU_ENOTFOUND) {
+			it->tasks = 0;
+			ret = store__job_cancel_in_tx(c, m->a, m->scope, it->id, m->who, &job,
+						      &it->err);
+		}
+		it->state = ret < 0 ? NULL : job.state;
+		/* not found / ended wrote nothing; anything else ends the transaction */
+		if (ret < 0 && ret != MU_ENOTFOUND && ret != MU_ESTATE) {
+			*err = it->err;
+			return ret;
+		}
+		it->code = ret;
+	}
+	return 0;
+}
+
+int store_job_cancel_many(PGconn *c, struct mu_arena *a, const char *scope, bool array,
+			  const char *who, struct store_job_cancel_item *items, size_t n,
+			  struct mu_error *err)
+{
+	struct cmany_arg m = { a, scope, array, who, items, n };
+
+	return store_db_tx(c, NULL, 0, cmany_tx, &m, err);
+}

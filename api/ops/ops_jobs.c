@@ -82,6 +82,15 @@ int ops_job_control(PGconn *db, struct mu_arena *a, const struct ops_principal *
 	return 0;
 }
 
+int ops_job_cancel_many(PGconn *db, struct mu_arena *a, const struct ops_principal *p, bool array,
+			struct store_job_cancel_item *items, size_t n, struct mu_error *err)
+{
+	char who[128];
+
+	ops_actor(p, who, sizeof(who));
+	return store_job_cancel_many(db, a, ops_scope_path(p), array, who, items, n, err);
+}
+
 int ops_job_update(PGconn *db, struct mu_arena *a, const struct ops_principal *p, int64_t id,
 		   const struct store_job_patch *patch, const int64_t *if_match,
 		   struct store_job *out, struct mu_error *err)

@@ -47,6 +47,13 @@ int ops_job_cancel(PGconn *db, struct mu_arena *a, const struct ops_principal *p
 		   bool array, struct store_job *out, struct mu_error *err)
 	__attribute__((warn_unused_result));
 
+/* Each items[i].id cancelled as ops_job_cancel would, in one transaction
+ * (store_job_cancel_many: POST /v1/jobs/cancel); a job outside the scope is
+ * that item's MU_ENOTFOUND, never touched. */
+int ops_job_cancel_many(PGconn *db, struct mu_arena *a, const struct ops_principal *p, bool array,
+			struct store_job_cancel_item *items, size_t n, struct mu_error *err)
+	__attribute__((warn_unused_result));
+
 /* Hold, release or requeue (if_match: NULL = no check). */
 int ops_job_control(PGconn *db, struct mu_arena *a, const struct ops_principal *p, int64_t id,
 		    enum store_job_ctl op, const int64_t *if_match, struct store_job *out,
