@@ -764,69 +764,166 @@ static void encode_launch(const struct store_job *j, struct mu_buf *b)
 		encode_launch_argv(j, b);
 }
 
+/* The fields a listing may ask for (GET /v1/jobs?fields=...), each its bit
+ * of enum codec_job_field; "id" is always sent, the three array fields come
+ * together. */
+static const struct {
+	const char *name;
+	enum codec_job_field bit;
+} list_fields[] = {
+	{ "state", CODEC_JOB_F_STATE }, { "tenant", CODEC_JOB_F_TENANT }, { "user", CODEC_JOB_F_USER },
+	{ "name", CODEC_JOB_F_NAME }, { "priority_class", CODEC_JOB_F_PRIORITY_CLASS },
+	{ "nodes", CODEC_JOB_F_NODES }, { "min_nodes", CODEC_JOB_F_MIN_NODES },
+	{ "gpus_per_node", CODEC_JOB_F_GPUS_PER_NODE }, { "gpu_model", CODEC_JOB_F_GPU_MODEL },
+	{ "procs_per_node", CODEC_JOB_F_PROCS_PER_NODE }, { "mem_per_node", CODEC_JOB_F_MEM_PER_NODE },
+	{ "cpus_per_node", CODEC_JOB_F_CPUS_PER_NODE }, { "topology", CODEC_JOB_F_TOPOLOGY },
+	{ "time_limit", CODEC_JOB_F_TIME_LIMIT }, { "command", CODEC_JOB_F_COMMAND },
+	{ "env", CODEC_JOB_F_ENV }, { "workdir", CODEC_JOB_F_WORKDIR }, { "labels", CODEC_JOB_F_LABELS },
+	{ "dependencies", CODEC_JOB_F_DEPENDENCIES }, { "max_retries", CODEC_JOB_F_MAX_RETRIES },
+	{ "output", CODEC_JOB_F_OUTPUT }, { "error", CODEC_JOB_F_ERROR }, { "retries", CODEC_JOB_F_RETRIES },
+	{ "pending_reason", CODEC_JOB_F_PENDING_REASON },
+	{ "pending_message", CODEC_JOB_F_PENDING_MESSAGE },
+	{ "planned_start", CODEC_JOB_F_PLANNED_START }, { "exit_code", CODEC_JOB_F_EXIT_CODE },
+	{ "end_reason", CODEC_JOB_F_END_REASON }, { "created_at", CODEC_JOB_F_CREATED_AT },
+	{ "started_at", CODEC_JOB_F_STARTED_AT }, { "ended_at", CODEC_JOB_F_ENDED_AT },
+	{ "launcher", CODEC_JOB_F_LAUNCH }, { "on_shrink", CODEC_JOB_F_LAUNCH },
+	{ "signal", CODEC_JOB_F_LAUNCH }, { "held", CODEC_JOB_F_HELD }, { "begin", CODEC_JOB_F_BEGIN },
+	{ "array", CODEC_JOB_F_ARRAY }, { "array_job_id", CODEC_JOB_F_ARRAY },
+	{ "array_task_id", CODEC_JOB_F_ARRAY },
+};
+
+int codec_job_fields_decode(const char *csv, uint64_t *mask, struct mu_error *err)
+{
+	const char *tok = csv;
+
+	*mask = 0;
+	if (!csv || !*csv)
+		return mu_error_set(err, MU_EINVAL, "fields", "must name at least one job field");
+	for (;;) {
+		const char *comma = strchr(tok, ',');
+		size_t len = comma ? (size_t)(comma - tok) : strlen(tok);
+		size_t k = 0, n = sizeof(list_fields) / sizeof(list_fields[0]);
+
+		if (len == 2 && !strncmp(tok, "id", 2))
+			goto next; /* always sent */
+		while (k < n && (strlen(list_fields[k].name) != len || strncmp(list_fields[k].name, tok, len)))
+			k++;
+		if (k == n)
+			return mu_error_set(err, MU_EINVAL, "fields", "unknown job field %.*s",
+					    (int)(len > 32 ? 32 : len), tok);
+		*mask |= UINT64_C(1) << list_fields[k].bit;
+next:
+		if (!comma)
+			break;
+		tok = comma + 1;
+	}
+	return 0;
+}
+
 void codec_job_encode(const struct store_job *j, struct mu_buf *b)
+{
+	codec_job_encode_fields(j, CODEC_JOB_ALL_FIELDS, b);
+}
+
+#define W(f) (mask & (UINT64_C(1) << CODEC_JOB_F_##f))
+
+static void kint_or_null(struct mu_buf *b, const char *k, int64_t v)
+{
+	key(b, k);
+	if (v > 0)
+		mu_buf_add_int(b, v);
+	else
+		mu_buf_adds(b, "null");
+}
+
+void codec_job_encode_fields(const struct store_job *j, uint64_t mask, struct mu_buf *b)
 {
 	bool pending = j->state && !strcmp(j->state, "PENDING");
 
 	mu_buf_adds(b, "{\"id\":");
 	mu_buf_add_int(b, j->id);
-	kstr(b, "state", j->state);
-	kstr(b, "tenant", j->tenant);
-	kstr(b, "user", j->user ? j->user : "");
-	kstr(b, "name", j->name ? j->name : "");
-	kstr(b, "priority_class", j->priority_class);
-	kint(b, "nodes", j->nodes);
-	key(b, "min_nodes");
-	if (j->min_nodes > 0)
-		mu_buf_add_int(b, j->min_nodes);
-	else
-		mu_buf_adds(b, "null");
-	kint(b, "gpus_per_node", j->gpus_per_node);
-	kstr(b, "gpu_model", j->gpu_model ? j->gpu_model : "");
-	kint(b, "procs_per_node", j->procs_per_node);
-	key(b, "mem_per_node");
-	if (j->mem_per_node > 0)
-		mu_buf_add_int(b, j->mem_per_node);
-	else
-		mu_buf_adds(b, "null");
-	key(b, "cpus_per_node");
-	if (j->cpus_per_node > 0)
-		mu_buf_add_int(b, j->cpus_per_node);
-	else
-		mu_buf_adds(b, "null");
-	key(b, "topology");
-	mu_buf_adds(b, "{\"required\":");
-	mu_buf_add_json_strz(b, j->topo_required && *j->topo_required ? j->topo_required : NULL);
-	mu_buf_adds(b, ",\"preferred\":");
-	mu_buf_add_json_strz(b, j->topo_preferred && *j->topo_preferred ? j->topo_preferred : NULL);
-	mu_buf_addc(b, '}');
-	kint(b, "time_limit", j->time_limit);
-	kraw(b, "command", j->command, "[]");
-	kraw(b, "env", j->env, "{}");
-	kstr(b, "workdir", j->workdir ? j->workdir : "");
-	kraw(b, "labels", j->labels, "{}");
-	kraw(b, "dependencies", j->dependencies, "[]");
-	kint(b, "max_retries", j->max_retries);
-	kstr(b, "output", j->stdout_pattern && *j->stdout_pattern ? j->stdout_pattern : NULL);
-	kstr(b, "error", j->stderr_pattern && *j->stderr_pattern ? j->stderr_pattern : NULL);
-	kint(b, "retries", j->retries);
-	kstr(b, "pending_reason", pending ? (j->pending_reason ? j->pending_reason : "Priority") : NULL);
-	kstr(b, "pending_message", j->pending_message ? j->pending_message : "");
-	kstr(b, "planned_start", j->planned_start);
-	key(b, "exit_code");
-	if (j->has_exit_code)
-		mu_buf_add_int(b, j->exit_code);
-	else
-		mu_buf_adds(b, "null");
-	kstr(b, "end_reason", j->end_reason ? j->end_reason : "");
-	kstr(b, "created_at", j->created_at);
-	kstr(b, "started_at", j->started_at);
-	kstr(b, "ended_at", j->ended_at);
-	encode_launch(j, b);
-	key(b, "held");
-	mu_buf_adds(b, j->held ? "true" : "false");
-	kstr(b, "begin", j->begin_at);
-	if (j->array_spec) {
+	if (W(STATE))
+		kstr(b, "state", j->state);
+	if (W(TENANT))
+		kstr(b, "tenant", j->tenant);
+	if (W(USER))
+		kstr(b, "user", j->user ? j->user : "");
+	if (W(NAME))
+		kstr(b, "name", j->name ? j->name : "");
+	if (W(PRIORITY_CLASS))
+		kstr(b, "priority_class", j->priority_class);
+	if (W(NODES))
+		kint(b, "nodes", j->nodes);
+	if (W(MIN_NODES))
+		kint_or_null(b, "min_nodes", j->min_nodes);
+	if (W(GPUS_PER_NODE))
+		kint(b, "gpus_per_node", j->gpus_per_node);
+	if (W(GPU_MODEL))
+		kstr(b, "gpu_model", j->gpu_model ? j->gpu_model : "");
+	if (W(PROCS_PER_NODE))
+		kint(b, "procs_per_node", j->procs_per_node);
+	if (W(MEM_PER_NODE))
+		kint_or_null(b, "mem_per_node", j->mem_per_node);
+	if (W(CPUS_PER_NODE))
+		kint_or_null(b, "cpus_per_node", j->cpus_per_node);
+	if (W(TOPOLOGY)) {
+		key(b, "topology");
+		mu_buf_adds(b, "{\"required\":");
+		mu_buf_add_json_strz(b, j->topo_required && *j->topo_required ? j->topo_required : NULL);
+		mu_buf_adds(b, ",\"preferred\":");
+		mu_buf_add_json_strz(b, j->topo_preferred && *j->topo_preferred ? j->topo_preferred : NULL);
+		mu_buf_addc(b, '}');
+	}
+	if (W(TIME_LIMIT))
+		kint(b, "time_limit", j->time_limit);
+	if (W(COMMAND))
+		kraw(b, "command", j->command, "[]");
+	if (W(ENV))
+		kraw(b, "env", j->env, "{}");
+	if (W(WORKDIR))
+		kstr(b, "workdir", j->workdir ? j->workdir : "");
+	if (W(LABELS))
+		kraw(b, "labels", j->labels, "{}");
+	if (W(DEPENDENCIES))
+		kraw(b, "dependencies", j->dependencies, "[]");
+	if (W(MAX_RETRIES))
+		kint(b, "max_retries", j->max_retries);
+	if (W(OUTPUT))
+		kstr(b, "output", j->stdout_pattern && *j->stdout_pattern ? j->stdout_pattern : NULL);
+	if (W(ERROR))
+		kstr(b, "error", j->stderr_pattern && *j->stderr_pattern ? j->stderr_pattern : NULL);
+	if (W(RETRIES))
+		kint(b, "retries", j->retries);
+	if (W(PENDING_REASON))
+		kstr(b, "pending_reason", pending ? (j->pending_reason ? j->pending_reason : "Priority") : NULL);
+	if (W(PENDING_MESSAGE))
+		kstr(b, "pending_message", j->pending_message ? j->pending_message : "");
+	if (W(PLANNED_START))
+		kstr(b, "planned_start", j->planned_start);
+	if (W(EXIT_CODE)) {
+		key(b, "exit_code");
+		if (j->has_exit_code)
+			mu_buf_add_int(b, j->exit_code);
+		else
+			mu_buf_adds(b, "null");
+	}
+	if (W(END_REASON))
+		kstr(b, "end_reason", j->end_reason ? j->end_reason : "");
+	if (W(CREATED_AT))
+		kstr(b, "created_at", j->created_at);
+	if (W(STARTED_AT))
+		kstr(b, "started_at", j->started_at);
+	if (W(ENDED_AT))
+		kstr(b, "ended_at", j->ended_at);
+	if (W(LAUNCH))
+		encode_launch(j, b);
+	if (W(HELD)) {
+		key(b, "held");
+		mu_buf_adds(b, j->held ? "true" : "false");
+	}
+	if (W(BEGIN))
+		kstr(b, "begin", j->begin_at);
+	if (W(ARRAY) && j->array_spec) {
 		kint(b, "array_job_id", j->array_job_id);
 		kint(b, "array_task_id", j->array_task_id);
 		kstr(b, "array", j->array_spec);
@@ -837,6 +934,8 @@ void codec_job_encode(const struct store_job *j, struct mu_buf *b)
 		kraw(b, "events", j->events, "[]");
 	mu_buf_addc(b, '}');
 }
+
+#undef W
 
 void codec_job_problem_field(const struct admit_problem *pb, bool batch, struct mu_error *err)
 {

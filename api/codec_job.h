@@ -71,4 +71,28 @@ void codec_job_problem_field(const struct admit_problem *pb, bool batch, struct 
 /* Appends the job object as JSON text (runs/events too when set). */
 void codec_job_encode(const struct store_job *job, struct mu_buf *out);
 
+/* The job fields a listing can be limited to (GET /v1/jobs?fields=a,b,...:
+ * squeue-sized pages for `muster queue`); "id" is always sent. */
+enum codec_job_field {
+	CODEC_JOB_F_STATE, CODEC_JOB_F_TENANT, CODEC_JOB_F_USER, CODEC_JOB_F_NAME,
+	CODEC_JOB_F_PRIORITY_CLASS, CODEC_JOB_F_NODES, CODEC_JOB_F_MIN_NODES,
+	CODEC_JOB_F_GPUS_PER_NODE, CODEC_JOB_F_GPU_MODEL, CODEC_JOB_F_PROCS_PER_NODE,
+	CODEC_JOB_F_MEM_PER_NODE, CODEC_JOB_F_CPUS_PER_NODE, CODEC_JOB_F_TOPOLOGY,
+	CODEC_JOB_F_TIME_LIMIT, CODEC_JOB_F_COMMAND, CODEC_JOB_F_ENV, CODEC_JOB_F_WORKDIR,
+	CODEC_JOB_F_LABELS, CODEC_JOB_F_DEPENDENCIES, CODEC_JOB_F_MAX_RETRIES, CODEC_JOB_F_OUTPUT,
+	CODEC_JOB_F_ERROR, CODEC_JOB_F_RETRIES, CODEC_JOB_F_PENDING_REASON,
+	CODEC_JOB_F_PENDING_MESSAGE, CODEC_JOB_F_PLANNED_START, CODEC_JOB_F_EXIT_CODE,
+	CODEC_JOB_F_END_REASON, CODEC_JOB_F_CREATED_AT, CODEC_JOB_F_STARTED_AT,
+	CODEC_JOB_F_ENDED_AT, CODEC_JOB_F_LAUNCH /* launcher, on_shrink, signal */, CODEC_JOB_F_HELD,
+	CODEC_JOB_F_BEGIN, CODEC_JOB_F_ARRAY /* array, array_job_id, array_task_id */,
+	CODEC_JOB_NFIELDS
+};
+#define CODEC_JOB_ALL_FIELDS ((UINT64_C(1) << CODEC_JOB_NFIELDS) - 1)
+
+/* "a,b,c" to a mask of enum codec_job_field bits; an unknown or empty name
+ * is MU_EINVAL on field "fields". */
+int codec_job_fields_decode(const char *csv, uint64_t *mask, struct mu_error *err);
+/* codec_job_encode limited to the fields of `mask` (id always). */
+void codec_job_encode_fields(const struct store_job *job, uint64_t mask, struct mu_buf *out);
+
 #endif

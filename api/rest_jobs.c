@@ -436,6 +436,7 @@ bad:
 struct list_arg {
 	struct store_job_filter f;
 	struct store_job_page page;
+	uint64_t fields; /* codec_job_fields_decode: what each item carries */
 };
 
 static int list_run(PGconn *db, struct rest_req *rq, void *arg)
@@ -452,7 +453,7 @@ static int list_run(PGconn *db, struct rest_req *rq, void *arg)
 	for (size_t i = 0; i < la->page.n; i++) {
 		if (i)
 			mu_buf_addc(&b, ',');
-		codec_job_encode(&la->page.items[i], &b);
+		codec_job_encode_fields(&la->page.items[i], la->fields, &b);
 	}
 	mu_buf_adds(&b, "],\"next_cursor\":");
 	if (la->page.next_after)
@@ -467,7 +468,7 @@ static int list_run(PGconn *db, struct rest_req *rq, void *arg)
 int rest_jobs_list(struct rest_req *rq)
 {
 	static const char *const allowed[] = { "state", "tenant", "user", "label", "limit",
-					       "cursor", "array_job_id", "array_task_id", NULL };
+					       "cursor", "array_job_id", "array_task_id", "fields", NULL };
 	struct list_arg *la = mu_arena_alloc(rq->arena, sizeof(*la));
 	const char **vals, **labels;
 	const char *s;
@@ -479,6 +480,10 @@ int rest_jobs_list(struct rest_req *rq)
 	if (ret < 0)
 		return ret;
 	if ((ret = codec_limit_decode(rest_query(rq, "limit"), &la->f.limit, &rq->err)) < 0)
+		return ret;
+	la->fields = CODEC_JOB_ALL_FIELDS;
+	if ((s = rest_query(rq, "fields")) &&
+	    (ret = codec_job_fields_decode(s, &la->fields, &rq->err)) < 0)
 		return ret;
 	if ((s = rest_query(rq, "cursor")) && *s) {
 		if (!rest_parse_int(s, 0, INT64_MAX, &v))

@@ -623,6 +623,13 @@ int cmd_queue(struct cli_global *g, int argc, char **argv)
 		path = query_append(path, &sess, "user", q.user);
 	json_array_foreach(q.labels, i, v)
 		path = query_append(path, &sess, "label", json_string_value(v));
+	/* The table shows a few columns: ask for only those (squeue-sized pages,
+	 * ~a fifth of the whole jobs' JSON to send and parse); -o and --json may
+	 * show any field and get them all. */
+	if (!q.g.json && !q.format)
+		path = query_append(path, &sess, "fields",
+				    "state,tenant,user,name,nodes,min_nodes,gpus_per_node,time_limit,"
+				    "pending_reason,end_reason,planned_start,array");
 	/* Rows go out page by page: a table keeps only its cells' text (for the
 	 * column widths), -o lines and --json items are printed at once. */
 	o.c.others = json_array();
