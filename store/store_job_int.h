@@ -35,6 +35,16 @@
 	" JOIN priority_classes pc ON pc.id = j.priority_class_id"
 
 
+/* What cancelling a PENDING job writes, shared by the lone, array and bulk
+ * cancels: the row's SET list, and the job.cancelled event per row of CTE
+ * `u` (id, tenant_id) with actor parameter `who` ("$N"). */
+#define CANCEL_PENDING_SET                                                                          \
+	"state = 'CANCELLED', ended_at = now(), updated_at = now(),"                                  \
+	" end_reason = 'cancelled', pending_reason = '', pending_message = '', planned_start = NULL"
+#define CANCELLED_EVENTS(who)                                                                       \
+	"INSERT INTO events (kind, tenant_id, job_id, reason, data)"                                  \
+	" SELECT 'job.cancelled', tenant_id, id, 'cancel', jsonb_build_object('by', " who "::text) FROM u"
+
 /* Reads JOB_COLS of row `row` starting at column `b` into *j (strings in a). */
 void store__job_row(struct mu_arena *a, const PGresult *r, int row, int b, struct store_job *j);
 /* Every PENDING job of ids[0..n) in scope (but an array's first task when

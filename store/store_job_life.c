@@ -27,11 +27,8 @@ static int cancel_tx(PGconn *c, void *arg, struct mu_error *err)
 		"SELECT j.state, t.path FROM jobs j JOIN tenants t ON t.id = j.tenant_id"
 		" WHERE j.id = $1::bigint AND " IN_SCOPE("$2") " FOR UPDATE OF j";
 	static const char pending_sql[] =
-		"WITH u AS (UPDATE jobs SET state = 'CANCELLED', ended_at = now(), updated_at = now(),"
-		"   end_reason = 'cancelled', pending_reason = '', pending_message = '', planned_start = NULL"
-		"   WHERE id = $1::bigint RETURNING id, tenant_id)"
-		" INSERT INTO events (kind, tenant_id, job_id, reason, data)"
-		" SELECT 'job.cancelled', tenant_id, id, 'cancel', jsonb_build_object('by', $2::text) FROM u";
+		"WITH u AS (UPDATE jobs SET " CANCEL_PENDING_SET
+		"   WHERE id = $1::bigint RETURNING id, tenant_id) " CANCELLED_EVENTS("$2");
 	static const char running_sql[] =
 		"WITH u AS (UPDATE runs SET state = CASE WHEN state IN ('STARTING', 'RUNNING')"
 		"   THEN 'STOPPING' ELSE state END,"
@@ -106,11 +103,9 @@ int store__job_cancel_pending_in_tx(PGconn *c, const char *scope, const int64_t 
 		"   WHERE j.id = ANY($1::bigint[]) AND " IN_SCOPE("$2") " AND j.state = 'PENDING'"
 		"     AND NOT ($3::boolean AND j.array_job_id IS NOT DISTINCT FROM j.id)"
 		"   ORDER BY j.id FOR UPDATE OF j),"
-		" u AS (UPDATE jobs SET state = 'CANCELLED', ended_at = now(), updated_at = now(),"
-		"   end_reason = 'cancelled', pending_reason = '', pending_message = '', planned_start = NULL"
+		" u AS (UPDATE jobs SET " CANCEL_PENDING_SET
 		"   FROM sel WHERE jobs.id = sel.id RETURNING jobs.id, jobs.tenant_id),"
-		" ev AS (INSERT INTO events (kind, tenant_id, job_id, reason, data)"
-		"   SELECT 'job.cancelled', tenant_id, id, 'cancel', jsonb_build_object('by', $4::text) FROM u)"
+		" ev AS (" CANCELLED_EVENTS("$4") ")"
 		" SELECT id, pg_notify('muster_sched', 'cancel:' || id::text) FROM u";
 	struct mu_buf b = MU_BUF_INIT;
 	const char *p[4] = { NULL, scope, keep_array_heads ? "true" : "false", who ? who : "" };

@@ -389,11 +389,9 @@ static int carr_tx(PGconn *c, void *arg, struct mu_error *err)
 		"   WHERE j.array_job_id = $1::bigint AND " IN_SCOPE("$2")
 		"   ORDER BY j.id FOR UPDATE OF j) x";
 	static const char pending_sql[] =
-		"WITH u AS (UPDATE jobs SET state = 'CANCELLED', ended_at = now(), updated_at = now(),"
-		"   end_reason = 'cancelled', pending_reason = '', pending_message = '', planned_start = NULL"
-		"   WHERE array_job_id = $1::bigint AND state = 'PENDING' RETURNING id, tenant_id)"
-		" INSERT INTO events (kind, tenant_id, job_id, reason, data)"
-		" SELECT 'job.cancelled', tenant_id, id, 'cancel', jsonb_build_object('by', $2::text) FROM u";
+		"WITH u AS (UPDATE jobs SET " CANCEL_PENDING_SET
+		"   WHERE array_job_id = $1::bigint AND state = 'PENDING' RETURNING id, tenant_id) "
+		CANCELLED_EVENTS("$2");
 	static const char running_sql[] =
 		"WITH u AS (UPDATE runs SET state = CASE WHEN state IN ('STARTING', 'RUNNING')"
 		"   THEN 'STOPPING' ELSE state END,"
