@@ -836,6 +836,38 @@ static void kint_or_null(struct mu_buf *b, const char *k, int64_t v)
 		mu_buf_adds(b, "null");
 }
 
+uint32_t codec_job_fields_omit(uint64_t mask)
+{
+	static const struct {
+		enum codec_job_field field;
+		enum store_job_part part;
+	} uses[] = {
+		{ CODEC_JOB_F_COMMAND, STORE_JOB_P_COMMAND },
+		{ CODEC_JOB_F_ENV, STORE_JOB_P_ENV },
+		{ CODEC_JOB_F_LABELS, STORE_JOB_P_LABELS },
+		{ CODEC_JOB_F_DEPENDENCIES, STORE_JOB_P_DEPENDENCIES },
+		{ CODEC_JOB_F_WORKDIR, STORE_JOB_P_WORKDIR },
+		{ CODEC_JOB_F_PENDING_MESSAGE, STORE_JOB_P_PENDING_MESSAGE },
+		{ CODEC_JOB_F_PLANNED_START, STORE_JOB_P_PLANNED_START },
+		{ CODEC_JOB_F_CREATED_AT, STORE_JOB_P_CREATED_AT },
+		{ CODEC_JOB_F_STARTED_AT, STORE_JOB_P_STARTED_AT },
+		{ CODEC_JOB_F_ENDED_AT, STORE_JOB_P_ENDED_AT },
+		{ CODEC_JOB_F_LAUNCH, STORE_JOB_P_LAUNCH },
+		{ CODEC_JOB_F_OUTPUT, STORE_JOB_P_OUTPUT },
+		{ CODEC_JOB_F_ERROR, STORE_JOB_P_OUTPUT },
+		{ CODEC_JOB_F_BEGIN, STORE_JOB_P_BEGIN },
+	};
+	/* the etag goes in a header of one job's answers, never in an item */
+	uint32_t used = 0, all = UINT32_C(1) << STORE_JOB_P_ETAG;
+
+	for (size_t i = 0; i < sizeof(uses) / sizeof(uses[0]); i++) {
+		all |= UINT32_C(1) << uses[i].part;
+		if (mask & (UINT64_C(1) << uses[i].field))
+			used |= UINT32_C(1) << uses[i].part;
+	}
+	return all & ~used;
+}
+
 void codec_job_encode_fields(const struct store_job *j, uint64_t mask, struct mu_buf *b)
 {
 	bool pending = j->state && !strcmp(j->state, "PENDING");

@@ -92,6 +92,9 @@ enum codec_job_field {
 /* "a,b,c" to a mask of enum codec_job_field bits; an unknown or empty name
  * is MU_EINVAL on field "fields". */
 int codec_job_fields_decode(const char *csv, uint64_t *mask, struct mu_error *err);
+/* The store parts (1 << enum store_job_part) that codec_job_encode_fields
+ * with `mask` does not read: a listing leaves them out of its query. */
+uint32_t codec_job_fields_omit(uint64_t mask);
 /* codec_job_encode limited to the fields of `mask` (id always). */
 void codec_job_encode_fields(const struct store_job *job, uint64_t mask, struct mu_buf *out);
 

@@ -456,10 +456,17 @@ static int list_run(PGconn *db, struct rest_req *rq, void *arg)
 		codec_job_encode_fields(&la->page.items[i], la->fields, &b);
 	}
 	mu_buf_adds(&b, "],\"next_cursor\":");
-	if (la->page.next_after)
-		mu_buf_addf(&b, "\"%lld\"", (long long)la->page.next_after);
-	else
+	if (la->page.next_after) {
+		char cursor[24];
+
+		snprintf(cursor, sizeof(cursor), "%lld", (long long)la->page.next_after);
+		mu_buf_addf(&b, "\"%s\"", cursor);
+		/* also ahead of the body: a client may ask for the next page
+		 * before it has parsed this one */
+		rest_add_header(rq, "muster-next-cursor", cursor);
+	} else {
 		mu_buf_adds(&b, "null");
+	}
 	mu_buf_addc(&b, '}');
 	rest_result_buf(rq, 200, "application/json", &b);
 	return 0;
@@ -485,6 +492,7 @@ int rest_jobs_list(struct rest_req *rq)
 	if ((s = rest_query(rq, "fields")) &&
 	    (ret = codec_job_fields_decode(s, &la->fields, &rq->err)) < 0)
 		return ret;
+	la->f.omit = codec_job_fields_omit(la->fields);
 	if ((s = rest_query(rq, "cursor")) && *s) {
 		if (!rest_parse_int(s, 0, INT64_MAX, &v))
 			return mu_error_set(&rq->err, MU_EINVAL, "cursor", "not a cursor from this API");

@@ -877,52 +877,76 @@ static int to_buf(void *arg, long status, const char *p, size_t n)
 	return buf_add(arg, p, n);
 }
 
+/* One call: a 2xx answer's body bytes in *resp (the caller frees
+ * resp->data), an error answer turned into MU_E* as cli_http_call says. */
+static int call_raw(struct cli_http *h, const char *method, const char *path, const char *payload,
+		    const char *idem_key, struct cli_http_header *hdrs, size_t nhdrs, long *status,
+		    struct buf *resp, struct mu_error *err)
+{
+	struct exchange x = {
+		.method = method, .path = path, .idem_key = idem_key,
+		.accept = "application/json, application/problem+json",
+		.body = payload, .body_len = payload ? strlen(payload) : 0,
+		.timeout_s = CALL_TIMEOUT_S, .hdrs = hdrs, .nhdrs = nhdrs, .on_body = to_buf,
+		.arg = resp,
+	};
+	json_t *doc;
+	json_error_t jerr;
+	int ret;
+
+	for (size_t i = 0; i < nhdrs; i++)
+		hdrs[i].value[0] = '\0';
+	if (exchange(h, &x) < 0)
+		return mu_error_set(err, MU_EUNAVAIL, "", "Service unavailable: cannot reach %s: %s",
+				    h->base, h->why);
+	if (x.overflow)
+		return mu_error_set(err, MU_ETOOBIG, "", "response from %s is over %ld MiB", h->base,
+				    MAX_RESPONSE >> 20);
+	if (status)
+		*status = x.status;
+	if (x.status >= 200 && x.status <= 299)
+		return 0;
+	doc = resp->len > 0 ? json_loadb(resp->data, resp->len, JSON_ALLOW_NUL, &jerr) : NULL;
+	ret = problem(x.status, doc, resp->data, err);
+	json_decref(doc);
+	return ret;
+}
+
 int cli_http_call(struct cli_http *h, const char *method, const char *path, json_t *body,
 		  const char *idem_key, long *status, json_t **out, struct mu_error *err)
 {
 	struct buf resp = { 0 };
 	char *payload = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	struct exchange x = {
-		.method = method, .path = path, .idem_key = idem_key,
-		.accept = "application/json, application/problem+json",
-		.body = payload, .body_len = payload ? strlen(payload) : 0,
-		.timeout_s = CALL_TIMEOUT_S, .on_body = to_buf, .arg = &resp,
-	};
-	json_t *doc = NULL;
+	long st = 0;
 	json_error_t jerr;
-	int ret = 0;
+	int ret;
 
 	*out = NULL;
-	if (exchange(h, &x) < 0) {
-		ret = mu_error_set(err, MU_EUNAVAIL, "", "Service unavailable: cannot reach %s: %s",
-				   h->base, h->why);
-		goto out;
-	}
-	if (x.overflow) {
-		ret = mu_error_set(err, MU_ETOOBIG, "", "response from %s is over %ld MiB", h->base,
-				   MAX_RESPONSE >> 20);
-		goto out;
-	}
+	ret = call_raw(h, method, path, payload, idem_key, NULL, 0, &st, &resp, err);
 	if (status)
-		*status = x.status;
-	if (resp.len > 0)
-		doc = json_loadb(resp.data, resp.len, JSON_ALLOW_NUL, &jerr);
-	if (x.status < 200 || x.status > 299) {
-		ret = problem(x.status, doc, resp.data, err);
-		goto out;
-	}
-	if (resp.len > 0 && !doc) {
-		ret = mu_error_set(err, MU_EJSON, "", "server sent invalid JSON (HTTP %ld): %s",
-				   x.status, jerr.text);
-		goto out;
-	}
-	*out = doc;
-	doc = NULL;
-out:
-	json_decref(doc);
+		*status = st;
+	if (ret == 0 && resp.len > 0 && !(*out = json_loadb(resp.data, resp.len, JSON_ALLOW_NUL, &jerr)))
+		ret = mu_error_set(err, MU_EJSON, "", "server sent invalid JSON (HTTP %ld): %s", st,
+				   jerr.text);
 	if (payload)
 		free(payload);
 	mu_free(resp.data);
+	return ret;
+}
+
+int cli_http_get_bytes(struct cli_http *h, const char *path, struct cli_http_header *hdrs,
+		       size_t nhdrs, char **body, size_t *len, struct mu_error *err)
+{
+	struct buf resp = { 0 };
+	int ret = call_raw(h, "GET", path, NULL, NULL, hdrs, nhdrs, NULL, &resp, err);
+
+	if (ret < 0) {
+		mu_free(resp.data);
+		resp.data = NULL;
+		resp.len = 0;
+	}
+	*body = resp.data;
+	*len = resp.len;
 	return ret;
 }
 

@@ -59,6 +59,13 @@ struct cli_http_header {
 	char value[64];
 };
 
+/* GET base+path as cli_http_call does, but a 2xx body is handed back as
+ * bytes (*body new, NUL-terminated, NULL when empty; *len), unparsed, and
+ * hdrs[0..nhdrs) get the values of the headers they name. */
+int cli_http_get_bytes(struct cli_http *h, const char *path, struct cli_http_header *hdrs,
+		       size_t nhdrs, char **body, size_t *len, struct mu_error *err)
+	__attribute__((warn_unused_result));
+
 /* Receives a piece of a streamed 2xx body; returns 0, or non-zero to stop. */
 typedef int (*cli_http_sink)(void *arg, const char *p, size_t n);
 

@@ -628,8 +628,10 @@ int cmd_queue(struct cli_global *g, int argc, char **argv)
 	 * show any field and get them all. */
 	if (!q.g.json && !q.format)
 		path = query_append(path, &sess, "fields",
-				    "state,tenant,user,name,nodes,min_nodes,gpus_per_node,time_limit,"
-				    "pending_reason,end_reason,planned_start,array");
+				    q.start ? "state,tenant,user,name,nodes,min_nodes,gpus_per_node,"
+					      "pending_reason,end_reason,planned_start,array"
+					    : "state,tenant,user,name,nodes,min_nodes,gpus_per_node,"
+					      "time_limit,pending_reason,end_reason,array");
 	/* Rows go out page by page: a table keeps only its cells' text (for the
 	 * column widths), -o lines and --json items are printed at once. */
 	o.c.others = json_array();

@@ -151,6 +151,15 @@ struct store_job_submit {
  * every request also got. */
 int store_job_submit_group(PGconn *c, struct store_job_submit **reqs, size_t n);
 
+/* Parts of a job a listing may leave out (store_job_filter.omit, one bit
+ * each): their columns are not read, so the fields stay NULL or 0. */
+enum store_job_part {
+	STORE_JOB_P_COMMAND, STORE_JOB_P_ENV, STORE_JOB_P_LABELS, STORE_JOB_P_DEPENDENCIES,
+	STORE_JOB_P_WORKDIR, STORE_JOB_P_PENDING_MESSAGE, STORE_JOB_P_PLANNED_START,
+	STORE_JOB_P_CREATED_AT, STORE_JOB_P_STARTED_AT, STORE_JOB_P_ENDED_AT, STORE_JOB_P_LAUNCH,
+	STORE_JOB_P_OUTPUT /* stdout and stderr patterns */, STORE_JOB_P_BEGIN, STORE_JOB_P_ETAG,
+};
+
 struct store_job_filter {
 	const char *const *states;  /* NULL-free array of state names */
 	size_t nstates;
@@ -162,6 +171,7 @@ struct store_job_filter {
 	int64_t array_task_id;
 	int64_t after_id;           /* cursor: ids > after_id */
 	int limit;                  /* 1..1000 */
+	uint32_t omit;              /* 1 << enum store_job_part: parts not read */
 };
 
 struct store_job_page {

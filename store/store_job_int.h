@@ -12,24 +12,43 @@
 #include "store_job.h"
 
 
-#define JOB_COLS                                                                                   \
-	"j.id, j.state, t.name, j.user_name, j.name, pc.name, j.nodes, coalesce(j.min_nodes, 0),"   \
-	" j.gpus_per_node, j.gpu_model, j.procs_per_node, j.topology_required,"                     \
-	" j.topology_preferred, j.time_limit, j.command::text, j.env::text, j.labels::text,"         \
-	" j.dependencies::text, j.workdir, j.max_retries, j.retries, j.pending_reason,"              \
-	" j.pending_message, " TS("j.planned_start") ", j.exit_code, j.end_reason, "                 \
-	TS("j.created_at") ", " TS("j.started_at") ", " TS("j.ended_at") ", t.path,"               \
-	" coalesce(j.mem_per_node, 0), coalesce(j.cpus_per_node, 0)," LAUNCH_COLS ","                \
-	" j.stdout_pattern, j.stderr_pattern, j.held, " TS("j.begin_at") ","                          \
-	" (extract(epoch FROM j.updated_at) * 1000000)::bigint, coalesce(j.array_job_id, 0),"          \
-	" coalesce(j.array_task_id, 0), j.array_spec, j.array_throttle"
+/* The job columns every job query reads, in row order (store__job_row),
+ * each with the part of enum store_job_part a list may leave out of them
+ * (JOB_KEEP: always read). */
+#define JOB_KEEP (-1)
+#define JOB_COL_LIST(X)                                                                            \
+	X(JOB_KEEP, "j.id") X(JOB_KEEP, ", j.state") X(JOB_KEEP, ", t.name")                           \
+	X(JOB_KEEP, ", j.user_name") X(JOB_KEEP, ", j.name") X(JOB_KEEP, ", pc.name")                  \
+	X(JOB_KEEP, ", j.nodes") X(JOB_KEEP, ", coalesce(j.min_nodes, 0)")                             \
+	X(JOB_KEEP, ", j.gpus_per_node") X(JOB_KEEP, ", j.gpu_model") X(JOB_KEEP, ", j.procs_per_node") \
+	X(JOB_KEEP, ", j.topology_required") X(JOB_KEEP, ", j.topology_preferred")                     \
+	X(JOB_KEEP, ", j.time_limit") X(STORE_JOB_P_COMMAND, ", j.command::text")                      \
+	X(STORE_JOB_P_ENV, ", j.env::text") X(STORE_JOB_P_LABELS, ", j.labels::text")                  \
+	X(STORE_JOB_P_DEPENDENCIES, ", j.dependencies::text") X(STORE_JOB_P_WORKDIR, ", j.workdir")    \
+	X(JOB_KEEP, ", j.max_retries") X(JOB_KEEP, ", j.retries") X(JOB_KEEP, ", j.pending_reason")    \
+	X(STORE_JOB_P_PENDING_MESSAGE, ", j.pending_message")                                          \
+	X(STORE_JOB_P_PLANNED_START, ", " TS("j.planned_start")) X(JOB_KEEP, ", j.exit_code")          \
+	X(JOB_KEEP, ", j.end_reason") X(STORE_JOB_P_CREATED_AT, ", " TS("j.created_at"))               \
+	X(STORE_JOB_P_STARTED_AT, ", " TS("j.started_at"))                                             \
+	X(STORE_JOB_P_ENDED_AT, ", " TS("j.ended_at")) X(JOB_KEEP, ", t.path")                         \
+	X(JOB_KEEP, ", coalesce(j.mem_per_node, 0)") X(JOB_KEEP, ", coalesce(j.cpus_per_node, 0)")     \
+	LAUNCH_COL_LIST(X)                                                                             \
+	X(STORE_JOB_P_OUTPUT, ", j.stdout_pattern") X(STORE_JOB_P_OUTPUT, ", j.stderr_pattern")        \
+	X(JOB_KEEP, ", j.held") X(STORE_JOB_P_BEGIN, ", " TS("j.begin_at"))                            \
+	X(STORE_JOB_P_ETAG, ", (extract(epoch FROM j.updated_at) * 1000000)::bigint")                  \
+	X(JOB_KEEP, ", coalesce(j.array_job_id, 0)") X(JOB_KEEP, ", coalesce(j.array_task_id, 0)")     \
+	X(JOB_KEEP, ", j.array_spec") X(JOB_KEEP, ", j.array_throttle")
 /* jobs.launch (migration 110), one field each */
-#define LAUNCH_COLS                                                                                \
-	" coalesce(j.launch->>'launcher', 'none'), coalesce(j.launch->>'on_shrink', 'restart'),"    \
-	" coalesce(j.launch#>>'{signal,name}', ''),"                                                 \
-	" coalesce((j.launch#>>'{signal,before}')::bigint, 0),"                                      \
-	" coalesce((j.launch#>>'{signal,batch_only}')::boolean, false)"
-#define JOB_NCOLS 46
+#define LAUNCH_COL_LIST(X)                                                                         \
+	X(STORE_JOB_P_LAUNCH, ", coalesce(j.launch->>'launcher', 'none')")                             \
+	X(STORE_JOB_P_LAUNCH, ", coalesce(j.launch->>'on_shrink', 'restart')")                         \
+	X(STORE_JOB_P_LAUNCH, ", coalesce(j.launch#>>'{signal,name}', '')")                            \
+	X(STORE_JOB_P_LAUNCH, ", coalesce((j.launch#>>'{signal,before}')::bigint, 0)")                 \
+	X(STORE_JOB_P_LAUNCH, ", coalesce((j.launch#>>'{signal,batch_only}')::boolean, false)")
+#define JOB_COL_SQL(part, sql) sql
+#define JOB_COLS JOB_COL_LIST(JOB_COL_SQL)
+#define JOB_COL_ONE(part, sql) +1
+#define JOB_NCOLS (0 JOB_COL_LIST(JOB_COL_ONE)) /* 46 */
 #define JOB_FROM                                                                                   \
 	" FROM jobs j JOIN tenants t ON t.id = j.tenant_id"                                         \
 	" JOIN priority_classes pc ON pc.id = j.priority_class_id"

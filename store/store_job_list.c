@@ -13,12 +13,30 @@
 
 /* ---- list / get ------------------------------------------------------ */
 
+/* JOB_COLS with the columns of the omitted parts read as NULL. */
+static void job_cols(struct mu_buf *b, uint32_t omit)
+{
+#define JOB_COL_ENTRY(part, sql) { part, sql },
+	static const struct {
+		int part;
+		const char *sql;
+	} cols[] = { JOB_COL_LIST(JOB_COL_ENTRY) };
+#undef JOB_COL_ENTRY
+
+	for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++) {
+		if (cols[i].part != JOB_KEEP && (omit >> cols[i].part & 1))
+			mu_buf_adds(b, i ? ", NULL" : "NULL");
+		else
+			mu_buf_adds(b, cols[i].sql);
+	}
+}
+
 int store_job_list(PGconn *c, struct mu_arena *a, const char *scope,
 		   const struct store_job_filter *f, struct store_job_page *out,
 		   struct mu_error *err)
 {
-	static const char sql[] =
-		"SELECT " JOB_COLS JOB_FROM
+	static const char page_sql[] =
+		JOB_FROM
 		" WHERE j.id > $1::bigint AND " IN_SCOPE("$2")
 		"   AND ($3::text[] IS NULL OR j.state = ANY($3::text[]))"
 		"   AND ($4::text IS NULL OR EXISTS (SELECT 1 FROM tenants f WHERE f.name = $4"
@@ -29,7 +47,7 @@ int store_job_list(PGconn *c, struct mu_arena *a, const char *scope,
 		"   AND ($9::int IS NULL OR j.array_task_id = $9::int)"
 		" ORDER BY j.id LIMIT $7::int";
 	char after[24], lim[16], arr[24], task[16];
-	struct mu_buf states = MU_BUF_INIT;
+	struct mu_buf states = MU_BUF_INIT, sql = MU_BUF_INIT;
 	const char *p[9];
 	PGresult *r = NULL;
 	int ret, rows;
@@ -50,7 +68,10 @@ int store_job_list(PGconn *c, struct mu_arena *a, const char *scope,
 	p[7] = f->array_job_id ? arr : NULL;
 	snprintf(task, sizeof(task), "%lld", (long long)f->array_task_id);
 	p[8] = f->has_array_task ? task : NULL;
-	ret = store_db_exec(c, sql, 9, p, &r, err);
+	mu_buf_adds(&sql, "SELECT ");
+	job_cols(&sql, f->omit);
+	mu_buf_adds(&sql, page_sql);
+	ret = store_db_exec(c, sql.p, 9, p, &r, err);
 	if (ret < 0)
 		goto out;
 	rows = store_db_nrows(r);
@@ -63,6 +84,7 @@ int store_job_list(PGconn *c, struct mu_arena *a, const char *scope,
 out:
 	store_db_clear(r);
 	mu_buf_release(&states);
+	mu_buf_release(&sql);
 	return ret;
 }
 
