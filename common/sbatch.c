@@ -183,8 +183,9 @@ static int ap_nodes(struct mu_sbatch *sb, const char *opt, const char *v, int li
 }
 
 /* "[type:]N" into gpus_per_node (+ gpu_model). */
-static int gpus_typed(struct mu_sbatch *sb, const char *opt, const char *v, int line,
-		      struct mu_error *err)
+/* [TYPE:]N GPUs into field `name` (the type into gpu_model). */
+static int gpus_typed(struct mu_sbatch *sb, const char *name, const char *opt, const char *v,
+		      int line, struct mu_error *err)
 {
 	const char *colon = strrchr(v, ':');
 	long long n = 0;
@@ -202,14 +203,21 @@ static int gpus_typed(struct mu_sbatch *sb, const char *opt, const char *v, int 
 		if ((ret = set_str(sb, "gpu_model", opt, model, 64, line, err)) < 0)
 			return ret;
 	}
-	set_int(sb, "gpus_per_node", n);
+	set_int(sb, name, n);
 	return 0;
 }
 
 static int ap_gpus_per_node(struct mu_sbatch *sb, const char *opt, const char *v, int line,
 			    struct mu_error *err)
 {
-	return gpus_typed(sb, opt, v, line, err);
+	return gpus_typed(sb, "gpus_per_node", opt, v, line, err);
+}
+
+/* --gpus-per-task=[TYPE:]N: times the tasks per node, at mu_sbatch_finish. */
+static int ap_gpus_per_task(struct mu_sbatch *sb, const char *opt, const char *v, int line,
+			    struct mu_error *err)
+{
+	return gpus_typed(sb, "_gpus_per_task", opt, v, line, err);
 }
 
 /* --gres=gpu[:type][:N][,...]: GPUs only; any other resource is refused. */
@@ -238,9 +246,9 @@ static int ap_gres(struct mu_sbatch *sb, const char *opt, const char *v, int lin
 		if (!strchr(rest, ':') && !isdigit((unsigned char)*rest)) {
 			char typed[128];
 			snprintf(typed, sizeof(typed), "%s:1", rest);
-			ret = gpus_typed(sb, opt, typed, line, err);
+			ret = gpus_typed(sb, "gpus_per_node", opt, typed, line, err);
 		} else {
-			ret = gpus_typed(sb, opt, rest, line, err);
+			ret = gpus_typed(sb, "gpus_per_node", opt, rest, line, err);
 		}
 		if (ret < 0)
 			return ret;
@@ -633,6 +641,7 @@ static const struct opt table[] = {
 	APPLY("gpus-per-node", 0, true, ap_gpus_per_node, "GPUs on every node, [TYPE:]N"),
 	APPLY("gres", 0, true, ap_gres, "gpu[:TYPE][:N]: GPUs per node"),
 	APPLY("gpus", 'G', true, ap_gpus, "GPUs in all, a multiple of the node count"),
+	APPLY("gpus-per-task", 0, true, ap_gpus_per_task, "GPUs per process, [TYPE:]N (times processes per node)"),
 	APPLY("ntasks-per-node", 0, true, ap_ntasks_per_node, "processes per node"),
 	APPLY("ntasks", 'n', true, ap_ntasks, "processes in all, a multiple of the node count"),
 	APPLY("time", 't', true, ap_time, "time limit: MM, HH:MM:SS, D-HH:MM:SS, ..."),
@@ -672,7 +681,6 @@ static const struct opt table[] = {
 	REFUSE("ntasks-per-socket", 0, true, "sockets are not modelled"),
 	REFUSE("ntasks-per-core", 0, true, "cores are not modelled"),
 	REFUSE("ntasks-per-gpu", 0, true, "use --ntasks-per-node"),
-	REFUSE("gpus-per-task", 0, true, "use --gpus-per-node"),
 	REFUSE("gpus-per-socket", 0, true, "sockets are not modelled"),
 	REFUSE("cpus-per-gpu", 0, true, "use --cpus-per-task"),
 	REFUSE("core-spec", 'S', true, "core specialisation is not modelled"),
@@ -829,7 +837,8 @@ static long long field_int(const struct mu_sbatch *sb, const char *name, long lo
 	return v ? strtoll(v, NULL, 10) : dflt;
 }
 
-/* Totals (--ntasks, --gpus) spread over the nodes; per-CPU/GPU memory scaled. */
+/* Totals (--ntasks, --gpus) spread over the nodes, per-task GPUs and CPUs times the
+ * tasks per node; per-CPU/GPU memory scaled. */
 static int derive(struct mu_sbatch *sb, struct mu_error *err)
 {
 	long long nodes = field_int(sb, "nodes", 1);
@@ -855,6 +864,14 @@ static int derive(struct mu_sbatch *sb, struct mu_error *err)
 		if (!mu_sbatch_get(sb, "gpus_per_node"))
 			set_int(sb, "gpus_per_node", v / nodes);
 	}
+	if ((v = field_int(sb, "_gpus_per_task", 0)) > 0 && !mu_sbatch_get(sb, "gpus_per_node")) {
+		long long tasks = sb->ntasks_per_node > 0 ? sb->ntasks_per_node : 1;
+		if (v * tasks > 64)
+			return fail(err, MU_EINVAL, 0,
+				    "--gpus-per-task=%lld x %lld task(s) per node is above 64 GPUs per node",
+				    v, tasks);
+		set_int(sb, "gpus_per_node", v * tasks);
+	}
 	if (sb->cpus_per_task > 0) {
 		long long tasks = sb->ntasks_per_node > 0 ? sb->ntasks_per_node : 1;
 		if (sb->cpus_per_task * tasks > 65536)
@@ -877,6 +894,7 @@ static int derive(struct mu_sbatch *sb, struct mu_error *err)
 	}
 	drop_field(sb, "_ntasks");
 	drop_field(sb, "_gpus");
+	drop_field(sb, "_gpus_per_task");
 	drop_field(sb, "_mem_per_gpu");
 	drop_field(sb, "_mem_per_cpu");
 	return 0;

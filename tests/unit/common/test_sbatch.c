@@ -180,6 +180,34 @@ static void directives_derived(void **state)
 	assert_string_equal(get(&sb, "max_retries"), "5");
 	assert_null(mu_sbatch_get(&sb, "_ntasks"));
 	mu_sbatch_release(&sb);
+	/* --gpus-per-task times the tasks per node (given or derived from --ntasks) */
+	{
+		static const struct {
+			const char *script, *gpn, *model, *procs;
+		} per_task[] = {
+			{ "#SBATCH -N 2 --ntasks-per-node=4 --gpus-per-task=a100:2\n", "8", "\"a100\"", "4" },
+			{ "#SBATCH --gpus-per-task=1\n", "1", NULL, NULL },
+			{ "#SBATCH -N 2 -n 16 --gpus-per-task=1\n", "8", NULL, "8" },
+			{ "#SBATCH --gpus-per-task=1 --gpus-per-node=3\n", "3", NULL, NULL },
+		};
+		for (size_t i = 0; i < sizeof(per_task) / sizeof(per_task[0]); i++) {
+			mu_sbatch_init(&sb, 0, false);
+			assert_int_equal(mu_sbatch_parse_script(&sb, per_task[i].script,
+								strlen(per_task[i].script), &err), 0);
+			assert_string_equal(get(&sb, "gpus_per_node"), per_task[i].gpn);
+			if (per_task[i].model)
+				assert_string_equal(get(&sb, "gpu_model"), per_task[i].model);
+			if (per_task[i].procs)
+				assert_string_equal(get(&sb, "procs_per_node"), per_task[i].procs);
+			assert_null(mu_sbatch_get(&sb, "_gpus_per_task"));
+			mu_sbatch_release(&sb);
+		}
+		mu_sbatch_init(&sb, 0, false);
+		assert_int_not_equal(mu_sbatch_parse_script(&sb, "#SBATCH --ntasks-per-node=8 --gpus-per-task=16\n",
+							    47, &err), 0);
+		assert_non_null(strstr(err.msg, "above 64 GPUs per node"));
+		mu_sbatch_release(&sb);
+	}
 }
 
 /* Each bad directive is refused and its message names the option or the problem. */
