@@ -518,15 +518,21 @@ static int mem_bytes(const char *opt, const char *v, long long *out, int line, s
 	return 0;
 }
 
+static void drop_field(struct mu_sbatch *sb, const char *name);
+
 static int ap_mem(struct mu_sbatch *sb, const char *opt, const char *v, int line,
 		  struct mu_error *err)
 {
 	long long b = 0;
 	int ret;
 
-	if (!strcmp(v, "0"))
-		return fail(err, MU_EINVAL, line, "--%s=0 (all of a node's memory) is not supported; "
-				  "give a size", opt);
+	if (!strcmp(v, "0")) {
+		if (strcmp(opt, "mem"))
+			return fail(err, MU_EINVAL, line, "--%s=0 is not a size", opt);
+		/* all of each node's memory: what a job without mem_per_node gets */
+		drop_field(sb, "mem_per_node");
+		return 0;
+	}
 	if ((ret = mem_bytes(opt, v, &b, line, err)) < 0)
 		return ret;
 	set_int(sb, !strcmp(opt, "mem") ? "mem_per_node" : !strcmp(opt, "mem-per-gpu")

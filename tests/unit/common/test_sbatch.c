@@ -202,6 +202,12 @@ static void directives_derived(void **state)
 			assert_null(mu_sbatch_get(&sb, "_gpus_per_task"));
 			mu_sbatch_release(&sb);
 		}
+		/* --mem=0: all of each node's memory, i.e. no limit */
+		mu_sbatch_init(&sb, 0, false);
+		assert_int_equal(mu_sbatch_parse_script(&sb, "#SBATCH --mem=4G\n#SBATCH --mem=0\n", 33,
+							&err), 0);
+		assert_null(mu_sbatch_get(&sb, "mem_per_node"));
+		mu_sbatch_release(&sb);
 		mu_sbatch_init(&sb, 0, false);
 		assert_int_not_equal(mu_sbatch_parse_script(&sb, "#SBATCH --ntasks-per-node=8 --gpus-per-task=16\n",
 							    47, &err), 0);
@@ -243,7 +249,7 @@ static void directives_refused(void **state)
 		{ "--signal=R:USR1", "not supported" },
 		{ "--signal=FOO@10", "unknown signal" },
 		{ "--signal=USR1@x", "expected an integer" },
-		{ "--mem=0", "not supported" },
+		{ "--mem-per-gpu=0", "not a size" },
 		{ "--mem=12X", "want a size" },
 		{ "--mem=1K", "between 1M" },
 		{ "--export=1BAD=x", "invalid variable name" },
