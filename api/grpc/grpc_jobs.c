@@ -27,6 +27,7 @@
 #include "muster/v1/jobs.pb-c.h"
 #include "ops_jobs.h"
 #include "ops_page.h"
+#include "ops_submit.h"
 #include "store_event.h"
 #include "store_auth.h"
 #include "store_job.h"
@@ -53,12 +54,6 @@ static char *S(struct mu_arena *a, const char *s)
 }
 
 /* ---- JobSpec -> the REST JSON body ------------------------------------- */
-
-/* The caller's defaults and rights on tenant and user: the REST rules. */
-static int apply_principal(struct gcall *c, struct store_job *j)
-{
-	return ops_job_owner(&c->who, &j->tenant, &j->user, NULL, &c->err);
-}
 
 /* ---- store_job -> Job --------------------------------------------------- */
 
@@ -292,57 +287,32 @@ struct submit_state {
 	json_t *body;       /* the job's strings are borrowed from it */
 };
 
-/* Validates the request and fills a store_job_submit; no database access. */
+/* Validates the request and fills a store_job_submit (ops_submit_prepare:
+ * REST's rules); no database access. */
 static int submit_prepare(struct gcall *c, struct submit_state **out)
 {
 	const Muster__V1__SubmitJobRequest *r = (const void *)c->req;
 	struct submit_state *st;
+	unsigned char *packed = NULL;
+	size_t n = 0;
 	int ret;
 
 	if (!r->job)
 		return mu_error_set(&c->err, MU_EMISSING, "job", "required");
-	if (r->idempotency_key && r->idempotency_key[0]) {
-		size_t n = strlen(r->idempotency_key);
-
-		if (n > 255)
-			return mu_error_set(&c->err, MU_EINVAL, "idempotency_key", "must be 1..255 characters");
-		for (size_t i = 0; i < n; i++)
-			if (r->idempotency_key[i] < 0x21 || r->idempotency_key[i] > 0x7e)
-				return mu_error_set(&c->err, MU_EINVAL, "idempotency_key",
-						    "must be printable ASCII");
-	}
 	st = A(&c->arena, sizeof(*st));
 	st->body = grpc_codec_spec_json(r->job, &c->err);
 	if (!st->body)
 		return c->err.code;
 	*out = st; /* from here the caller must json_decref(st->body) */
-	ret = codec_job_decode(st->body, &c->arena, "", &st->job, &c->err);
-	if (ret < 0)
-		return ret;
-	ret = apply_principal(c, &st->job);
-	if (ret < 0)
-		return ret;
-	st->s.jobs = &st->job;
-	st->s.n = 1;
-	if (st->job.array_spec) {
-		ret = codec_job_expand_array(&st->job, &c->arena, &st->s.jobs, &st->s.n, &c->err);
-		if (ret < 0)
-			return ret;
-	}
-	st->s.scope = gcall_scope(c);
-	st->s.arena = &c->arena;
 	if (r->idempotency_key && r->idempotency_key[0]) {
-		size_t n = protobuf_c_message_get_packed_size(&r->job->base);
-		unsigned char *buf = mu_malloc(n ? n : 1);
-		char *hex = A(&c->arena, 65);
-
-		protobuf_c_message_pack(&r->job->base, buf);
-		store_sha256_hex(buf, n, hex);
-		mu_free(buf);
-		st->s.idem_key = r->idempotency_key;
-		st->s.request_sha256 = hex;
+		/* the digest a retry must repeat: the packed JobSpec */
+		n = protobuf_c_message_get_packed_size(&r->job->base);
+		packed = A(&c->arena, n);
+		protobuf_c_message_pack(&r->job->base, packed);
 	}
-	return 0;
+	ret = ops_submit_prepare(&c->who, &c->arena, st->body, packed ? r->idempotency_key : NULL,
+				 "idempotency_key", packed, n, &st->s, &c->err);
+	return ret;
 }
 
 /* After store_job_submit_group: the reply, and the body released. */
@@ -352,7 +322,7 @@ static int submit_finish(struct gcall *c, struct submit_state *st)
 	int ret = st->s.rc;
 
 	if (ret < 0) {
-		codec_job_problem_field(&st->s.problem, st->s.batch, &st->s.err);
+		ops_submit_name_problem(&st->s, NULL);
 		c->err = st->s.err;
 	} else {
 		resp = A(&c->arena, sizeof(*resp));

@@ -129,6 +129,27 @@ def test_idempotency(c):
     expect_code(s["grpc"].StatusCode.ALREADY_EXISTS, submit, s["a"], name="other", idempotency_key="k-123")
 
 
+def test_idempotency_key_rule(c):
+    """One key rule on both faces (api/ops/ops_submit.c): 1..255 printable
+    ASCII, a space inside allowed, none at either end."""
+    s = setup(c)
+    code = s["grpc"].StatusCode
+    body = {"tenant": "ga", "nodes": 1, "gpus_per_node": 1, "command": ["x"]}
+    st, _, j1 = c.api("POST", "/v1/jobs", body, token=s["a"], headers={"Idempotency-Key": "rest key 1"})
+    check_eq(st, 201, j1)
+    st, h, j2 = c.api("POST", "/v1/jobs", body, token=s["a"], headers={"Idempotency-Key": "rest key 1"})
+    check_eq((st, j2["id"]), (200, j1["id"]), j2)
+    r1 = submit(s["a"], name="spaced", idempotency_key="grpc key 1")
+    r2 = submit(s["a"], name="spaced", idempotency_key="grpc key 1")
+    check_eq((r2.job.id, r2.replayed), (r1.job.id, True))
+    for key in (" lead", "trail ", "tab\tin", "k" * 256, "\u00e9t\u00e9"):
+        e = expect_code(code.INVALID_ARGUMENT, submit, s["a"], idempotency_key=key)
+        check_eq(dict(e.trailing_metadata()).get("muster-field"), "idempotency_key", key)
+    for key in ("tab\tin", "k" * 256):
+        st, _, p = c.api("POST", "/v1/jobs", body, token=s["a"], headers={"Idempotency-Key": key})
+        check_eq((st, p.get("field")), (400, "Idempotency-Key"), (key, p))
+
+
 def test_auth(c):
     s = setup(c)
     J = s["pb"]["jobs"]
@@ -177,7 +198,7 @@ def test_bad_input(c):
         e = expect_code(code.INVALID_ARGUMENT, submit, s["a"], **kw)
         check(field in e.details() or field in dict(e.trailing_metadata()).get("muster-field", ""),
               kw, e.details())
-    expect_code(code.INVALID_ARGUMENT, submit, s["a"], idempotency_key="has space")
+    expect_code(code.INVALID_ARGUMENT, submit, s["a"], idempotency_key=" has space")
     expect_code(code.INVALID_ARGUMENT, s["jobs"].List, J.ListJobsRequest(page_size=5000),
                 metadata=md(s["a"]), timeout=10)
     expect_code(code.INVALID_ARGUMENT, s["jobs"].List, J.ListJobsRequest(states=["SLEEPING"]),

@@ -7,3 +7,7 @@ add_test(NAME unit.api.ops_router COMMAND test_ops_router)
 add_executable(test_ops_principal ${CMAKE_CURRENT_LIST_DIR}/api/test_ops_principal.c)
 target_link_libraries(test_ops_principal muster_api_ops muster_common PkgConfig::CMOCKA)
 add_test(NAME unit.api.ops_principal COMMAND test_ops_principal)
+
+add_executable(test_ops_submit ${CMAKE_CURRENT_LIST_DIR}/api/test_ops_submit.c)
+target_link_libraries(test_ops_submit muster_api_ops muster_common PkgConfig::CMOCKA)
+add_test(NAME unit.api.ops_submit COMMAND test_ops_submit)
