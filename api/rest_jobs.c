@@ -31,13 +31,6 @@ static double mono_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* The caller's defaults and rights on tenant and user. */
-static int apply_principal(const struct rest_req *rq, struct store_job *j, const char *prefix,
-			   struct mu_error *err)
-{
-	return ops_job_owner(&rq->who, &j->tenant, &j->user, prefix, err);
-}
-
 struct batch {
 	struct rest_req *rq;
 	struct jv_span *spans; /* each job's text, when the body splits */
@@ -583,9 +576,4 @@ int rest_jobs_cancel(struct rest_req *rq)
 		id[1] = !strcmp(arr, "true");
 	}
 	return rest_defer(rq, cancel_run, NULL, id);
-}
-
-int rest_jobs_principal(const struct rest_req *rq, struct store_job *j, struct mu_error *err)
-{
-	return apply_principal(rq, j, "", err);
 }

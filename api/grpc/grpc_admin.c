@@ -774,7 +774,8 @@ const struct gmethod grpc_admin_methods[] = {
 /* ---- grpc.health.v1.Health --------------------------------------------- */
 
 static const char *const services[] = {
-	"", "muster.v1.JobService", "muster.v1.AdminService", "muster.v1.AgentService", NULL,
+	"", "muster.v1.JobService", "muster.v1.AdminService", "muster.v1.SchedulerService",
+	"muster.v1.AgentService", NULL,
 };
 
 static bool known_service(const char *s)
