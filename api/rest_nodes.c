@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "codec_admin.h"
+#include "ops_admin_read.h"
 #include "rest.h"
 #include "store_node.h"
 
@@ -40,7 +41,8 @@ static int list_db(PGconn *db, struct rest_req *rq, void *arg)
 	struct node_op *op = arg;
 	struct store_node_page page;
 	json_t *items;
-	int ret = store_node_list(db, rq->arena, op->cursor, op->limit, &page, &rq->err);
+	struct ops_page_args pg = { op->limit, op->cursor };
+	int ret = ops_node_list(db, rq->arena, &rq->who, &pg, &page, &rq->err);
 
 	if (ret < 0)
 		return ret;
@@ -61,8 +63,6 @@ int rest_nodes_list(struct rest_req *rq)
 	    (ret = codec_limit_decode(rest_query(rq, "limit"), &op->limit, &rq->err)) < 0)
 		return ret;
 	op->cursor = rest_query(rq, "cursor");
-	if ((ret = codec_cursor_check(CODEC_CURSOR_NODES, op->cursor, &rq->err)) < 0)
-		return ret;
 	return rest_defer(rq, list_db, NULL, op);
 }
 
@@ -70,7 +70,7 @@ static int get_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct node_op *op = arg;
 	struct store_node n;
-	int ret = store_node_get(db, rq->arena, op->name, &n, &rq->err);
+	int ret = ops_node_get(db, rq->arena, &rq->who, op->name, &n, &rq->err);
 	if (ret < 0)
 		return ret;
 	rest_result(rq, 200, codec_node_encode(&n));
@@ -82,10 +82,9 @@ int rest_nodes_get(struct rest_req *rq)
 	struct node_op *op = mu_arena_alloc(rq->arena, sizeof(*op));
 	int ret;
 
-	if ((ret = no_query(rq)) < 0 || (ret = node_name(rq, op)) < 0)
+	if ((ret = no_query(rq)) < 0)
 		return ret;
-	if (!ops_node_visible(&rq->who, op->name))
-		return mu_error_set(&rq->err, MU_ENOTFOUND, "", "no such node");
+	op->name = rest_param(rq, "name");
 	return rest_defer(rq, get_db, NULL, op);
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "codec_admin.h"
+#include "ops_admin_read.h"
 #include "rest.h"
 #include "store_pclass.h"
 
@@ -87,7 +88,8 @@ static int list_db(PGconn *db, struct rest_req *rq, void *arg)
 	struct pclass_op *op = arg;
 	struct store_pclass_page page;
 	json_t *items;
-	int ret = store_pclass_list(db, rq->arena, op->cursor, op->limit, &page, &rq->err);
+	struct ops_page_args pg = { op->limit, op->cursor };
+	int ret = ops_pclass_list(db, rq->arena, &rq->who, &pg, &page, &rq->err);
 
 	if (ret < 0)
 		return ret;
@@ -108,8 +110,6 @@ int rest_pclasses_list(struct rest_req *rq)
 	    (ret = codec_limit_decode(rest_query(rq, "limit"), &op->limit, &rq->err)) < 0)
 		return ret;
 	op->cursor = rest_query(rq, "cursor");
-	if ((ret = codec_cursor_check(CODEC_CURSOR_PCLASSES, op->cursor, &rq->err)) < 0)
-		return ret;
 	return rest_defer(rq, list_db, NULL, op);
 }
 
@@ -117,7 +117,7 @@ static int get_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct pclass_op *op = arg;
 	struct store_pclass out;
-	int ret = store_pclass_get(db, rq->arena, op->name, &out, &rq->err);
+	int ret = ops_pclass_get(db, rq->arena, &rq->who, op->name, &out, &rq->err);
 	return ret < 0 ? ret : reply(rq, 200, &out);
 }
 
@@ -126,7 +126,7 @@ int rest_pclasses_get(struct rest_req *rq)
 	struct pclass_op *op = op_new(rq);
 	int ret;
 
-	if ((ret = no_query(rq)) < 0 || (ret = check_name(rq, op->name)) < 0)
+	if ((ret = no_query(rq)) < 0)
 		return ret;
 	return rest_defer(rq, get_db, NULL, op);
 }

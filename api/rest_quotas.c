@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "codec_admin.h"
+#include "ops_admin_read.h"
 #include "rest.h"
 #include "store_quota.h"
 
@@ -75,7 +76,7 @@ static int get_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct quota_op *op = arg;
 	struct store_quota_page page;
-	int ret = store_quota_get(db, rq->arena, op->scope, op->tenant, &page, &rq->err);
+	int ret = ops_quota_get(db, rq->arena, &rq->who, op->tenant, &page, &rq->err);
 	if (ret < 0)
 		return ret;
 	rest_result(rq, 200, codec_page_encode(encode_items(&page), NULL));
@@ -88,7 +89,7 @@ int rest_quotas_get(struct rest_req *rq)
 	struct quota_op *op = op_new(rq);
 	int ret;
 
-	if ((ret = rest_query_check(rq, none)) < 0 || (ret = check_tenant(rq, op->tenant)) < 0)
+	if ((ret = rest_query_check(rq, none)) < 0)
 		return ret;
 	return rest_defer(rq, get_db, NULL, op);
 }
@@ -124,7 +125,8 @@ static int list_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct quota_op *op = arg;
 	struct store_quota_page page;
-	int ret = store_quota_list(db, rq->arena, op->scope, op->cursor, op->limit, &page, &rq->err);
+	struct ops_page_args pg = { op->limit, op->cursor };
+	int ret = ops_quota_list(db, rq->arena, &rq->who, &pg, &page, &rq->err);
 	if (ret < 0)
 		return ret;
 	rest_result(rq, 200, codec_page_encode(encode_items(&page), page.next_cursor));
@@ -141,7 +143,5 @@ int rest_quotas_list(struct rest_req *rq)
 	    (ret = codec_limit_decode(rest_query(rq, "limit"), &op->limit, &rq->err)) < 0)
 		return ret;
 	op->cursor = rest_query(rq, "cursor");
-	if ((ret = codec_cursor_check(CODEC_CURSOR_QUOTAS, op->cursor, &rq->err)) < 0)
-		return ret;
 	return rest_defer(rq, list_db, NULL, op);
 }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "codec_settings.h"
+#include "ops_admin_read.h"
 #include "rest.h"
 #include "store_settings.h"
 
@@ -15,7 +16,7 @@ struct patch {
 static int reply(struct pg_conn *db, struct rest_req *rq)
 {
 	const char **values = NULL;
-	int ret = store_settings_get(db, rq->arena, &values, &rq->err);
+	int ret = ops_settings_get(db, rq->arena, &rq->who, &values, &rq->err);
 
 	if (ret < 0)
 		return ret;

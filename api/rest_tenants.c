@@ -7,6 +7,7 @@
 
 #include "codec_admin.h"
 #include "ops_admin.h"
+#include "ops_admin_read.h"
 #include "rest.h"
 #include "store_tenant.h"
 
@@ -93,7 +94,8 @@ static int list_db(PGconn *db, struct rest_req *rq, void *arg)
 	struct tenant_op *op = arg;
 	struct store_tenant_page page;
 	json_t *items;
-	int ret = store_tenant_list(db, rq->arena, op->scope, op->cursor, op->limit, &page, &rq->err);
+	struct ops_page_args pg = { op->limit, op->cursor };
+	int ret = ops_tenant_list(db, rq->arena, &rq->who, &pg, &page, &rq->err);
 
 	if (ret < 0)
 		return ret;
@@ -114,8 +116,6 @@ int rest_tenants_list(struct rest_req *rq)
 	    (ret = codec_limit_decode(rest_query(rq, "limit"), &op->limit, &rq->err)) < 0)
 		return ret;
 	op->cursor = rest_query(rq, "cursor");
-	if ((ret = codec_cursor_check(CODEC_CURSOR_TENANTS, op->cursor, &rq->err)) < 0)
-		return ret;
 	return rest_defer(rq, list_db, NULL, op);
 }
 
@@ -123,7 +123,7 @@ static int get_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct tenant_op *op = arg;
 	struct store_tenant t;
-	int ret = store_tenant_get(db, rq->arena, op->scope, op->name, &t, &rq->err);
+	int ret = ops_tenant_get(db, rq->arena, &rq->who, op->name, &t, &rq->err);
 	return ret < 0 ? ret : reply_tenant(rq, 200, &t);
 }
 
@@ -132,7 +132,7 @@ int rest_tenants_get(struct rest_req *rq)
 	struct tenant_op *op = op_new(rq);
 	int ret;
 
-	if ((ret = no_query(rq)) < 0 || (ret = check_name(rq, op->name)) < 0)
+	if ((ret = no_query(rq)) < 0)
 		return ret;
 	return rest_defer(rq, get_db, NULL, op);
 }

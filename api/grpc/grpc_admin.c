@@ -14,6 +14,7 @@
 
 #include "codec_settings.h"
 #include "ops_admin.h"
+#include "ops_admin_read.h"
 #include "ops_page.h"
 #include "store_settings.h"
 #include "codec_admin.h"
@@ -34,10 +35,11 @@ static void *A(struct gcall *c, size_t n)
 	return mu_arena_alloc(&c->arena, n ? n : 1);
 }
 
-static int page_args(struct gcall *c, int32_t size, const char *token, int *limit, const char **cursor)
+/* page_token "" = the first page; the cursor's shape is checked by ops. */
+static int page_args(struct gcall *c, int32_t size, const char *token, struct ops_page_args *pg)
 {
-	*cursor = token && token[0] ? token : NULL;
-	return ops_page_size(size, limit, &c->err);
+	pg->cursor = token && token[0] ? token : NULL;
+	return ops_page_size(size, &pg->limit, &c->err);
 }
 
 static int name_arg(struct gcall *c, const char *name)
@@ -88,13 +90,12 @@ static int tenants_list(PGconn *db, struct gcall *c)
 	const Muster__V1__ListTenantsRequest *r = (const void *)c->req;
 	Muster__V1__ListTenantsResponse *resp = A(c, sizeof(*resp));
 	struct store_tenant_page page = { 0 };
-	const char *cursor = NULL;
-	int limit = 100, ret;
+	struct ops_page_args pg;
+	int ret;
 
-	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0 ||
-	    (ret = codec_cursor_check(CODEC_CURSOR_TENANTS, cursor, &c->err)) < 0)
+	if ((ret = page_args(c, r->page_size, r->page_token, &pg)) < 0)
 		return ret;
-	ret = store_tenant_list(db, &c->arena, gcall_scope(c), cursor, limit, &page, &c->err);
+	ret = ops_tenant_list(db, &c->arena, &c->who, &pg, &page, &c->err);
 	if (ret < 0)
 		return ret;
 	muster__v1__list_tenants_response__init(resp);
@@ -112,9 +113,7 @@ static int tenants_get(PGconn *db, struct gcall *c)
 	struct store_tenant t;
 	int ret;
 
-	if ((ret = name_arg(c, r->name)) < 0)
-		return ret;
-	ret = store_tenant_get(db, &c->arena, gcall_scope(c), r->name, &t, &c->err);
+	ret = ops_tenant_get(db, &c->arena, &c->who, r->name, &t, &c->err);
 	if (ret < 0)
 		return ret;
 	c->resp = &tenant_proto(c, &t)->base;
@@ -199,13 +198,12 @@ static int quotas_list(PGconn *db, struct gcall *c)
 	const Muster__V1__ListQuotasRequest *r = (const void *)c->req;
 	Muster__V1__ListQuotasResponse *resp = A(c, sizeof(*resp));
 	struct store_quota_page page = { 0 };
-	const char *cursor = NULL;
-	int limit = 100, ret;
+	struct ops_page_args pg;
+	int ret;
 
-	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0 ||
-	    (ret = codec_cursor_check(CODEC_CURSOR_QUOTAS, cursor, &c->err)) < 0)
+	if ((ret = page_args(c, r->page_size, r->page_token, &pg)) < 0)
 		return ret;
-	ret = store_quota_list(db, &c->arena, gcall_scope(c), cursor, limit, &page, &c->err);
+	ret = ops_quota_list(db, &c->arena, &c->who, &pg, &page, &c->err);
 	if (ret < 0)
 		return ret;
 	muster__v1__list_quotas_response__init(resp);
@@ -242,9 +240,7 @@ static int quotas_get(PGconn *db, struct gcall *c)
 	struct store_quota_page page = { 0 };
 	int ret;
 
-	if ((ret = valid_name_arg(c, r->tenant, "tenant")) < 0)
-		return ret;
-	ret = store_quota_get(db, &c->arena, gcall_scope(c), r->tenant, &page, &c->err);
+	ret = ops_quota_get(db, &c->arena, &c->who, r->tenant, &page, &c->err);
 	if (ret < 0)
 		return ret;
 	muster__v1__get_tenant_quotas_response__init(resp);
@@ -334,13 +330,12 @@ static int pclasses_list(PGconn *db, struct gcall *c)
 	const Muster__V1__ListPriorityClassesRequest *r = (const void *)c->req;
 	Muster__V1__ListPriorityClassesResponse *resp = A(c, sizeof(*resp));
 	struct store_pclass_page page = { 0 };
-	const char *cursor = NULL;
-	int limit = 100, ret;
+	struct ops_page_args pg;
+	int ret;
 
-	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0 ||
-	    (ret = codec_cursor_check(CODEC_CURSOR_PCLASSES, cursor, &c->err)) < 0)
+	if ((ret = page_args(c, r->page_size, r->page_token, &pg)) < 0)
 		return ret;
-	ret = store_pclass_list(db, &c->arena, cursor, limit, &page, &c->err);
+	ret = ops_pclass_list(db, &c->arena, &c->who, &pg, &page, &c->err);
 	if (ret < 0)
 		return ret;
 	muster__v1__list_priority_classes_response__init(resp);
@@ -358,9 +353,7 @@ static int pclasses_get(PGconn *db, struct gcall *c)
 	struct store_pclass out;
 	int ret;
 
-	if ((ret = valid_name_arg(c, r->name, "priority class")) < 0)
-		return ret;
-	ret = store_pclass_get(db, &c->arena, r->name, &out, &c->err);
+	ret = ops_pclass_get(db, &c->arena, &c->who, r->name, &out, &c->err);
 	if (ret < 0)
 		return ret;
 	c->resp = &pclass_proto(c, &out)->base;
@@ -481,12 +474,12 @@ static int tokens_list(PGconn *db, struct gcall *c)
 	const Muster__V1__ListTokensRequest *r = (const void *)c->req;
 	Muster__V1__ListTokensResponse *resp = A(c, sizeof(*resp));
 	struct store_token_page page = { 0 };
-	const char *cursor = NULL;
-	int limit = 100, ret;
+	struct ops_page_args pg;
+	int ret;
 
-	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0)
+	if ((ret = page_args(c, r->page_size, r->page_token, &pg)) < 0)
 		return ret;
-	ret = store_token_admin_list(db, &c->arena, gcall_scope(c), cursor, limit, &page, &c->err);
+	ret = ops_token_list(db, &c->arena, &c->who, &pg, &page, &c->err);
 	if (ret < 0)
 		return ret;
 	muster__v1__list_tokens_response__init(resp);
@@ -512,9 +505,7 @@ static int tokens_get(PGconn *db, struct gcall *c)
 	struct store_token t;
 	int ret;
 
-	if ((ret = token_id_arg(c, r->id)) < 0)
-		return ret;
-	ret = store_token_admin_get(db, &c->arena, gcall_scope(c), r->id, &t, &c->err);
+	ret = ops_token_get(db, &c->arena, &c->who, r->id, &t, &c->err);
 	if (ret < 0)
 		return ret;
 	c->resp = &token_proto(c, &t)->base;
@@ -579,13 +570,12 @@ static int nodes_list(PGconn *db, struct gcall *c)
 	const Muster__V1__ListNodesRequest *r = (const void *)c->req;
 	Muster__V1__ListNodesResponse *resp = A(c, sizeof(*resp));
 	struct store_node_page page = { 0 };
-	const char *cursor = NULL;
-	int limit = 100, ret;
+	struct ops_page_args pg;
+	int ret;
 
-	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0 ||
-	    (ret = codec_cursor_check(CODEC_CURSOR_NODES, cursor, &c->err)) < 0)
+	if ((ret = page_args(c, r->page_size, r->page_token, &pg)) < 0)
 		return ret;
-	ret = store_node_list(db, &c->arena, cursor, limit, &page, &c->err);
+	ret = ops_node_list(db, &c->arena, &c->who, &pg, &page, &c->err);
 	if (ret < 0)
 		return ret;
 	muster__v1__list_nodes_response__init(resp);
@@ -611,14 +601,13 @@ static int node_reply(PGconn *db, struct gcall *c, const char *name)
 static int nodes_get(PGconn *db, struct gcall *c)
 {
 	const Muster__V1__GetNodeRequest *r = (const void *)c->req;
-	int ret;
+	struct store_node n;
+	int ret = ops_node_get(db, &c->arena, &c->who, r->name, &n, &c->err);
 
-	if ((ret = name_arg(c, r->name)) < 0)
+	if (ret < 0)
 		return ret;
-	/* agents may read their own node only, as over REST */
-	if (!ops_node_visible(&c->who, r->name))
-		return mu_error_set(&c->err, MU_ENOTFOUND, "name", "no such node");
-	return node_reply(db, c, r->name);
+	c->resp = &node_proto(c, &n)->base;
+	return 0;
 }
 
 static int nodes_drain(PGconn *db, struct gcall *c)
@@ -681,7 +670,7 @@ static int settings_reply(PGconn *db, struct gcall *c)
 	const char **values = NULL;
 	size_t n;
 	const struct store_setting *t = store_settings_table(&n);
-	int ret = store_settings_get(db, &c->arena, &values, &c->err);
+	int ret = ops_settings_get(db, &c->arena, &c->who, &values, &c->err);
 
 	if (ret < 0)
 		return ret;

@@ -5,8 +5,8 @@
  * token, what a created token looks like, and which changes must forget
  * cached principals (ops_auth.h) before they are answered.
  *
- * The other admin reads and writes are one store call each with
- * ops_scope_path (docs/design.md, Known gaps).
+ * The admin reads are ops_admin_read.h; the other admin writes are one
+ * codec + store call each on either side (docs/design.md, Known gaps).
  */
 #ifndef MU_OPS_ADMIN_H
 #define MU_OPS_ADMIN_H
