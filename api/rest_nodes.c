@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "codec_admin.h"
+#include "ops_admin.h"
 #include "ops_admin_read.h"
 #include "rest.h"
 #include "store_node.h"
@@ -27,13 +28,8 @@ static int no_query(struct rest_req *rq)
 /* Fills op->name; names that cannot be stored answer 404 here. */
 static int node_name(struct rest_req *rq, struct node_op *op)
 {
-	const char *s = rest_param(rq, "name");
-	size_t n = s ? strlen(s) : 0;
-
-	if (n == 0 || !codec_admin_valid_text(s, CODEC_ADMIN_NODE_MAX))
-		return mu_error_set(&rq->err, MU_ENOTFOUND, "", "no such node");
-	op->name = s;
-	return 0;
+	op->name = rest_param(rq, "name");
+	return ops_node_name_check(op->name, &rq->err);
 }
 
 static int list_db(PGconn *db, struct rest_req *rq, void *arg)
@@ -91,10 +87,13 @@ int rest_nodes_get(struct rest_req *rq)
 static int drain_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct node_op *op = arg;
-	int ret = store_node_drain(db, op->name, op->reason != NULL, op->reason, &rq->err);
+	struct store_node n;
+	int ret = ops_node_drain(db, rq->arena, &rq->who, op->name, op->reason != NULL, op->reason, &n,
+				 &rq->err);
 	if (ret < 0)
 		return ret;
-	return get_db(db, rq, arg);
+	rest_result(rq, 200, codec_node_encode(&n));
+	return 0;
 }
 
 static int drain_or_resume(struct rest_req *rq, bool drain)

@@ -4,14 +4,12 @@
 #include "ops_admin_read.h"
 
 #include "codec_admin.h"
+#include "ops_admin.h"
 #include "store_settings.h"
 
-/* A tenant or class name that cannot exist: 404 without the database. */
 static int check_name(const char *name, const char *what, struct mu_error *err)
 {
-	if (!name || !codec_admin_valid_name(name))
-		return mu_error_set(err, MU_ENOTFOUND, "", "no such %s", what);
-	return 0;
+	return ops_name_check(name, what, err);
 }
 
 int ops_tenant_list(PGconn *db, struct mu_arena *a, const struct ops_principal *p,
@@ -104,8 +102,11 @@ int ops_node_list(PGconn *db, struct mu_arena *a, const struct ops_principal *p,
 int ops_node_get(PGconn *db, struct mu_arena *a, const struct ops_principal *p, const char *name,
 		 struct store_node *out, struct mu_error *err)
 {
-	if (!name || !*name || !codec_admin_valid_text(name, CODEC_ADMIN_NODE_MAX) ||
-	    !ops_node_visible(p, name))
+	int ret = ops_node_name_check(name, err);
+
+	if (ret < 0)
+		return ret;
+	if (!ops_node_visible(p, name))
 		return mu_error_set(err, MU_ENOTFOUND, "", "no such node");
 	return store_node_get(db, a, name, out, err);
 }

@@ -455,6 +455,30 @@ def test_reads_same_as_rest(c):
             rest=("GET", "/v1/nodes/rn2", None, s["agent"]))
 
 
+def test_write_keys_same_as_rest(c):
+    """A write's key that cannot exist is refused alike on both faces, before
+    its body (api/ops/ops_admin.c: ops_name_check, ops_node_name_check)."""
+    s = setup(c)
+    A, code = s["A"], s["code"]
+    with unchanged(c, "bad keys"):
+        for method, req, rest in [
+            ("DeleteTenant", A.DeleteTenantRequest(name="Not A Name"), ("DELETE", "/v1/tenants/Not%20A%20Name", None)),
+            ("UpdateTenant", A.UpdateTenantRequest(tenant=A.Tenant(name="x/y", shares=2), update_mask=["shares"]),
+             ("PATCH", "/v1/tenants/x%2Fy", {"shares": 2})),
+            ("SetQuota", A.SetQuotaRequest(quota=A.Quota(tenant="No Such", max_gpus=1)),
+             ("PUT", "/v1/tenants/No%20Such/quota", {"max_gpus": 1})),
+            ("DeleteQuota", A.DeleteQuotaRequest(tenant="No Such"), ("DELETE", "/v1/tenants/No%20Such/quota", None)),
+            ("DeletePriorityClass", A.DeletePriorityClassRequest(name="NO!"), ("DELETE", "/v1/priority-classes/NO%21", None)),
+            ("DrainNode", A.DrainNodeRequest(name="n" * 300, reason="x"),
+             ("POST", "/v1/nodes/%s/drain" % ("n" * 300), {"reason": "x"})),
+            ("ResumeNode", A.ResumeNodeRequest(name="n" * 300), ("POST", "/v1/nodes/%s/resume" % ("n" * 300), None)),
+        ]:
+            refused(c, code.NOT_FOUND, method, req, rest=rest)
+    # a key that may exist but does not: the store's NOT_FOUND, alike
+    refused(c, code.NOT_FOUND, "DrainNode", A.DrainNodeRequest(name="nosuchnode"),
+            rest=("POST", "/v1/nodes/nosuchnode/drain", {}))
+
+
 def test_bad_bytes(c):
     s = setup(c)
     A, code = s["A"], s["code"]
