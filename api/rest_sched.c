@@ -1,7 +1,7 @@
 /*
- * rest_sched.c - the scheduler's REST endpoints: GET /v1/scheduler (leader,
- * epoch, last cycle), and the JSON codec of the operations api/ops/
- * ops_sched.h writes once for REST and gRPC: GET /v1/usage (GPU-hours like
+ * rest_sched.c - the scheduler's REST endpoints, the JSON codec of the
+ * operations api/ops/ops_sched.h writes once for REST and gRPC:
+ * GET /v1/scheduler (leader, epoch, last cycle), GET /v1/usage (GPU-hours like
  * sreport), GET /v1/fairshare (the association tree like sshare), GET
  * /v1/jobs/{id}/explain and POST /v1/jobs/dry-run (the submit's checks,
  * then the policy core's answer from the plan service/plan keeps, nothing
@@ -29,7 +29,7 @@ static int status_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct store_sched_status st;
 	json_t *o, *lc = json_null();
-	int ret = store_sched_status_get(db, rq->arena, &st, &rq->err);
+	int ret = ops_sched_status(db, rq->arena, &rq->who, &st, &rq->err);
 
 	if (ret < 0)
 		return ret;

@@ -1,6 +1,6 @@
 /*
- * grpc_sched.c - muster.v1.SchedulerService: Explain, DryRun, Usage and
- * FairShare, the codec of the operations REST's api/rest_sched.c also
+ * grpc_sched.c - muster.v1.SchedulerService: GetStatus, Explain, DryRun,
+ * Usage and FairShare, the codec of the operations REST's api/rest_sched.c also
  * calls (api/ops/ops_sched.h). Each method's roles are its REST route's
  * (routes.def, as grpc_admin.c reads them); DryRun's JobSpec becomes the
  * JSON body POST /v1/jobs/dry-run takes (grpc_codec_spec_json), so the
@@ -30,6 +30,34 @@ static void *A(struct mu_arena *a, size_t n)
 static char *S(struct mu_arena *a, const char *s)
 {
 	return mu_arena_strdup(a, s ? s : "");
+}
+
+static int status_run(PGconn *db, struct gcall *c)
+{
+	Muster__V1__SchedulerStatus *o;
+	struct store_sched_status st;
+	int ret = ops_sched_status(db, &c->arena, &c->who, &st, &c->err);
+
+	if (ret < 0)
+		return ret;
+	o = A(&c->arena, sizeof(*o));
+	muster__v1__scheduler_status__init(o);
+	o->leader = S(&c->arena, st.leader);
+	o->epoch = st.epoch;
+	o->lease_expires_at = S(&c->arena, st.lease_expires_at);
+	if (st.has_cycle) {
+		Muster__V1__LastCycle *lc = A(&c->arena, sizeof(*lc));
+
+		muster__v1__last_cycle__init(lc);
+		lc->at = S(&c->arena, st.last_cycle_at);
+		lc->duration_ms = st.last_cycle_ms;
+		lc->pending = st.pending;
+		lc->started = st.started;
+		lc->preempted = st.preempted;
+		o->last_cycle = lc;
+	}
+	c->resp = &o->base;
+	return 0;
 }
 
 static int explain_run(PGconn *db, struct gcall *c)
@@ -163,6 +191,7 @@ static int fairshare_run(PGconn *db, struct gcall *c)
 	  fn, NULL, 0 }
 
 const struct gmethod grpc_sched_methods[] = {
+	SCHED("GetStatus", rest_sched_status, get_status_request, status_run),
 	SCHED("Explain", rest_sched_explain, explain_request, explain_run),
 	SCHED("DryRun", rest_sched_dry_run, dry_run_request, dry_run_run),
 	SCHED("Usage", rest_sched_usage, usage_request, usage_run),

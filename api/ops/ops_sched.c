@@ -13,6 +13,13 @@
 #include "plan.h"
 #include "sched.h"
 
+int ops_sched_status(PGconn *db, struct mu_arena *a, const struct ops_principal *p,
+		     struct store_sched_status *out, struct mu_error *err)
+{
+	(void)p;
+	return store_sched_status_get(db, a, out, err);
+}
+
 int ops_sched_explain(PGconn *db, struct mu_arena *a, const struct ops_principal *p, int64_t id,
 		      struct store_sched_explain *out, struct mu_error *err)
 {

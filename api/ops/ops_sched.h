@@ -1,7 +1,7 @@
 /*
  * ops_sched.h - the scheduler's read operations, written once for REST
- * (api/rest_sched.c: GET /v1/jobs/{id}/explain, POST /v1/jobs/dry-run,
- * GET /v1/usage, GET /v1/fairshare) and gRPC (api/grpc/grpc_sched.c:
+ * (api/rest_sched.c: GET /v1/scheduler, GET /v1/jobs/{id}/explain,
+ * POST /v1/jobs/dry-run, GET /v1/usage, GET /v1/fairshare) and gRPC (api/grpc/grpc_sched.c:
  * muster.v1.SchedulerService): each takes the caller's principal and
  * applies its tenant scope, so explain and usage never show another
  * tenant's job or usage to a non-admin (its job is MU_ENOTFOUND, its usage
@@ -24,6 +24,11 @@
 #include "ops_principal.h"
 #include "store_job.h"
 #include "store_sched_report.h"
+
+/* The scheduler's leader, epoch and last cycle (cluster-wide: any reader). */
+int ops_sched_status(PGconn *db, struct mu_arena *a, const struct ops_principal *p,
+		     struct store_sched_status *out, struct mu_error *err)
+	__attribute__((warn_unused_result));
 
 /* Why job `id` waits (store_sched_explain_get in the caller's scope). */
 int ops_sched_explain(PGconn *db, struct mu_arena *a, const struct ops_principal *p, int64_t id,

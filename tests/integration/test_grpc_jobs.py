@@ -263,6 +263,18 @@ def test_scheduler_service(c):
     expect_code(code.PERMISSION_DENIED, sv.DryRun, X.DryRunRequest(job=spec()), metadata=md(s["reader"]),
                 timeout=10)
     expect_code(code.UNAUTHENTICATED, sv.Usage, X.UsageRequest(), timeout=10)
+    # the scheduler's status: the same for every reader
+    for tok in (s["reader"], s["a"], s["admin"]):
+        st, _, w = c.api("GET", "/v1/scheduler", token=tok)
+        check_eq(st, 200, w)
+        g = sv.GetStatus(X.GetStatusRequest(), metadata=md(tok), timeout=10)
+        lc = w["last_cycle"]
+        check_eq((g.leader or None, g.epoch, g.lease_expires_at or None, g.HasField("last_cycle")),
+                 (w["leader"], w["epoch"], w["lease_expires_at"], lc is not None), w)
+        if lc is not None:
+            check_eq((g.last_cycle.at, g.last_cycle.duration_ms, g.last_cycle.pending, g.last_cycle.started,
+                      g.last_cycle.preempted),
+                     (lc["at"], lc["duration_ms"], lc["pending"], lc["started"], lc["preempted"]), w)
     H = s["pb"]["health"]
     h = s["health"].Check(H.HealthCheckRequest(service="muster.v1.SchedulerService"), timeout=10)
     check_eq(h.status, H.HealthCheckResponse.SERVING)
