@@ -395,8 +395,8 @@ static int get_run(PGconn *db, struct gcall *c)
 	struct store_job job;
 	int ret;
 
-	if (r->job_id < 1)
-		return mu_error_set(&c->err, MU_ENOTFOUND, "job_id", "no such job");
+	if ((ret = ops_job_id_check(r->job_id, &c->err)) < 0)
+		return ret;
 	ret = ops_job_get(db, &c->arena, &c->who, r->job_id, &job, &c->err);
 	if (ret < 0)
 		return ret;
@@ -410,8 +410,8 @@ static int cancel_run(PGconn *db, struct gcall *c)
 	struct store_job job;
 	int ret;
 
-	if (r->job_id < 1)
-		return mu_error_set(&c->err, MU_ENOTFOUND, "job_id", "no such job");
+	if ((ret = ops_job_id_check(r->job_id, &c->err)) < 0)
+		return ret;
 	ret = ops_job_cancel(db, &c->arena, &c->who, r->job_id, false, &job, &c->err);
 	if (ret < 0)
 		return ret;
@@ -454,8 +454,8 @@ static int control(PGconn *db, struct gcall *c, enum store_job_ctl op)
 	int64_t v = 0;
 	int ret;
 
-	if (r->job_id < 1)
-		return mu_error_set(&c->err, MU_ENOTFOUND, "job_id", "no such job");
+	if ((ret = ops_job_id_check(r->job_id, &c->err)) < 0)
+		return ret;
 	ret = if_match(c, r->if_match, &v, &im);
 	if (ret < 0)
 		return ret;
@@ -491,8 +491,8 @@ static int update_run(PGconn *db, struct gcall *c)
 	int64_t v = 0;
 	int ret;
 
-	if (r->job_id < 1)
-		return mu_error_set(&c->err, MU_ENOTFOUND, "job_id", "no such job");
+	if ((ret = ops_job_id_check(r->job_id, &c->err)) < 0)
+		return ret;
 	ret = if_match(c, r->if_match, &v, &im);
 	if (ret < 0)
 		return ret;

@@ -10,6 +10,7 @@
 
 #include "codec_job.h"
 #include "fairtree.h"
+#include "ops_jobs.h"
 #include "plan.h"
 #include "sched.h"
 
@@ -23,8 +24,10 @@ int ops_sched_status(PGconn *db, struct mu_arena *a, const struct ops_principal 
 int ops_sched_explain(PGconn *db, struct mu_arena *a, const struct ops_principal *p, int64_t id,
 		      struct store_sched_explain *out, struct mu_error *err)
 {
-	if (id < 1)
-		return mu_error_set(err, MU_ENOTFOUND, "", "no such job");
+	int ret = ops_job_id_check(id, err);
+
+	if (ret < 0)
+		return ret;
 	return store_sched_explain_get(db, a, ops_scope_path(p), id, out, err);
 }
 

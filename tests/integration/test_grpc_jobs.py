@@ -280,6 +280,22 @@ def test_scheduler_service(c):
     check_eq(h.status, H.HealthCheckResponse.SERVING)
 
 
+def test_id_that_names_nothing(c):
+    """A job id below 1 names no job on either face: NOT_FOUND / 404, no
+    field (ops_job_id_check; REST's is a path id), before the rest of the
+    request is looked at (a bad if_match too)."""
+    s = setup(c)
+    J = s["pb"]["jobs"]
+    for method, req, rest in (
+            ("Get", J.GetJobRequest(job_id=0), ("GET", "/v1/jobs/0")),
+            ("Cancel", J.CancelJobRequest(job_id=-3), ("POST", "/v1/jobs/0/cancel", {})),
+            ("Hold", J.JobControlRequest(job_id=0, if_match="junk"), ("POST", "/v1/jobs/0/hold", {})),
+            ("Update", J.UpdateJobRequest(job_id=0, if_match="junk", update_mask=["name"]),
+             ("PATCH", "/v1/jobs/0", {"name": "x"}))):
+        st, gc = same_refusal(c, s, s["a"], rest, getattr(s["jobs"], method), req)
+        check_eq((st, gc), (404, s["grpc"].StatusCode.NOT_FOUND), method)
+
+
 def test_auth(c):
     s = setup(c)
     J = s["pb"]["jobs"]
