@@ -296,6 +296,22 @@ def test_id_that_names_nothing(c):
         check_eq((st, gc), (404, s["grpc"].StatusCode.NOT_FOUND), method)
 
 
+def test_page_size_rule(c):
+    """One page-size range and message on both faces (codec_limit_range):
+    REST's `limit`, gRPC's `page_size`."""
+    s = setup(c)
+    J = s["pb"]["jobs"]
+    A = s["pb"]["admin"]
+    for n in (1001, 5000, -1):
+        st, _, p = c.api("GET", "/v1/jobs?limit=%d" % n if n > 0 else "/v1/tenants?limit=0", token=s["a"])
+        check_eq((st, p["field"]), (400, "limit"), p)
+        for fn, req in ((s["jobs"].List, J.ListJobsRequest(page_size=n)),
+                        (s["admin_svc"].ListTenants, A.ListTenantsRequest(page_size=n))):
+            e = expect_code(s["grpc"].StatusCode.INVALID_ARGUMENT, fn, req, metadata=md(s["a"]), timeout=10)
+            check_eq(trailer(e, "muster-field"), "page_size", e.details())
+            check(e.details().endswith(p["detail"]), e.details(), p)
+
+
 def test_auth(c):
     s = setup(c)
     J = s["pb"]["jobs"]
