@@ -27,6 +27,7 @@
 #include "muster/v1/jobs.pb-c.h"
 #include "ops_jobs.h"
 #include "ops_page.h"
+#include "ops_router.h"
 #include "ops_submit.h"
 #include "store_event.h"
 #include "store_auth.h"
@@ -879,26 +880,29 @@ void grpc_jobs_stop(void)
 	W.wake = -1;
 }
 
+/* Each method's roles are its REST route's (routes.def, by handler name;
+ * the role bits are the same in both: ops_principal.h). */
+enum {
+#define REST_ROUTE(method, pattern, handler, roles, summary) handler##_roles = (roles) & REST_ANYONE,
+#include "routes.def"
+#undef REST_ROUTE
+};
+
+#define JOBS(m, kind, route, req, run, start, group)                                               \
+	{ "/muster.v1.JobService/" m, kind, route##_roles, &muster__v1__##req##__descriptor, run, start, \
+	  group }
+
 const struct gmethod grpc_jobs_methods[] = {
-	{ "/muster.v1.JobService/Submit", GK_UNARY, GR_WRITERS, &muster__v1__submit_job_request__descriptor,
-	  submit_run, NULL, GRPC_GROUP_SUBMIT },
-	{ "/muster.v1.JobService/Get", GK_UNARY, GR_READERS, &muster__v1__get_job_request__descriptor,
-	  get_run, NULL, 0 },
-	{ "/muster.v1.JobService/List", GK_UNARY, GR_READERS, &muster__v1__list_jobs_request__descriptor,
-	  list_run, NULL, 0 },
-	{ "/muster.v1.JobService/Cancel", GK_UNARY, GR_WRITERS, &muster__v1__cancel_job_request__descriptor,
-	  cancel_run, NULL, 0 },
-	{ "/muster.v1.JobService/Watch", GK_SERVER_STREAM, GR_READERS,
-	  &muster__v1__watch_jobs_request__descriptor, watch_run, watch_start, 0 },
-	{ "/muster.v1.JobService/GetLogs", GK_SERVER_STREAM, GR_READERS,
-	  &muster__v1__get_logs_request__descriptor, grpc_logs_getlogs_run, grpc_logs_getlogs_start, 0 },
-	{ "/muster.v1.JobService/Hold", GK_UNARY, GR_WRITERS, &muster__v1__job_control_request__descriptor,
-	  hold_run, NULL, 0 },
-	{ "/muster.v1.JobService/Release", GK_UNARY, GR_WRITERS, &muster__v1__job_control_request__descriptor,
-	  release_run, NULL, 0 },
-	{ "/muster.v1.JobService/Requeue", GK_UNARY, GR_WRITERS, &muster__v1__job_control_request__descriptor,
-	  requeue_run, NULL, 0 },
-	{ "/muster.v1.JobService/Update", GK_UNARY, GR_WRITERS, &muster__v1__update_job_request__descriptor,
-	  update_run, NULL, 0 },
+	JOBS("Submit", GK_UNARY, rest_jobs_submit, submit_job_request, submit_run, NULL, GRPC_GROUP_SUBMIT),
+	JOBS("Get", GK_UNARY, rest_jobs_get, get_job_request, get_run, NULL, 0),
+	JOBS("List", GK_UNARY, rest_jobs_list, list_jobs_request, list_run, NULL, 0),
+	JOBS("Cancel", GK_UNARY, rest_jobs_cancel, cancel_job_request, cancel_run, NULL, 0),
+	JOBS("Watch", GK_SERVER_STREAM, rest_events, watch_jobs_request, watch_run, watch_start, 0),
+	JOBS("GetLogs", GK_SERVER_STREAM, rest_jobs_logs, get_logs_request, grpc_logs_getlogs_run,
+	     grpc_logs_getlogs_start, 0),
+	JOBS("Hold", GK_UNARY, rest_jobs_hold, job_control_request, hold_run, NULL, 0),
+	JOBS("Release", GK_UNARY, rest_jobs_release, job_control_request, release_run, NULL, 0),
+	JOBS("Requeue", GK_UNARY, rest_jobs_requeue, job_control_request, requeue_run, NULL, 0),
+	JOBS("Update", GK_UNARY, rest_jobs_update, update_job_request, update_run, NULL, 0),
 	{ NULL, 0, 0, NULL, NULL, NULL, 0 },
 };
