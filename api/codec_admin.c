@@ -699,23 +699,30 @@ json_t *codec_page_encode(json_t *items, const char *next_cursor)
 	return json_pack("{s:o, s:o}", "items", items, "next_cursor", str_or_null(next_cursor));
 }
 
+int codec_limit_range(long long v, const char *field, int *limit, struct mu_error *err)
+{
+	*limit = CODEC_LIMIT_DEFAULT;
+	if (v < 1 || v > CODEC_LIMIT_MAX)
+		return mu_error_set(err, MU_ERANGE, field, "must be an integer from 1 to %d", CODEC_LIMIT_MAX);
+	*limit = (int)v;
+	return 0;
+}
+
 int codec_limit_decode(const char *s, int *limit, struct mu_error *err)
 {
 	long v = 0;
 
-	*limit = 100;
+	*limit = CODEC_LIMIT_DEFAULT;
 	if (!s)
 		return 0;
 	if (!*s)
-		return mu_error_set(err, MU_ETYPE, "limit", "must be an integer from 1 to 1000");
+		return mu_error_set(err, MU_ETYPE, "limit", "must be an integer from 1 to %d", CODEC_LIMIT_MAX);
 	for (const char *p = s; *p; p++) {
 		if (*p < '0' || *p > '9')
-			return mu_error_set(err, MU_ETYPE, "limit", "must be an integer from 1 to 1000");
+			return mu_error_set(err, MU_ETYPE, "limit", "must be an integer from 1 to %d",
+					    CODEC_LIMIT_MAX);
 		if (v <= 100000)
 			v = v * 10 + (*p - '0');
 	}
-	if (v < 1 || v > 1000)
-		return mu_error_set(err, MU_ERANGE, "limit", "must be an integer from 1 to 1000");
-	*limit = (int)v;
-	return 0;
+	return codec_limit_range(v, "limit", limit, err);
 }

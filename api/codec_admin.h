@@ -120,7 +120,16 @@ int codec_cursor_check(enum codec_cursor kind, const char *cursor, struct mu_err
 	__attribute__((warn_unused_result));
 /* {"items": items, "next_cursor": cursor or null}; steals `items`. */
 json_t *codec_page_encode(json_t *items, const char *next_cursor);
-/* The `limit` query parameter: NULL = 100; else 1..1000 (field "limit"). */
+/* A page's size, the one range both APIs apply: CODEC_LIMIT_DEFAULT when
+ * not given, else 1..CODEC_LIMIT_MAX. */
+#define CODEC_LIMIT_DEFAULT 100
+#define CODEC_LIMIT_MAX 1000
+/* `v` as a page size: 0, or MU_ERANGE naming `field` ("limit", gRPC's
+ * "page_size"), one message for both. */
+int codec_limit_range(long long v, const char *field, int *limit, struct mu_error *err)
+	__attribute__((warn_unused_result));
+/* The `limit` query parameter: NULL = 100; else 1..1000 (field "limit";
+ * not a decimal: MU_ETYPE, out of range: codec_limit_range). */
 int codec_limit_decode(const char *s, int *limit, struct mu_error *err)
 	__attribute__((warn_unused_result));
 

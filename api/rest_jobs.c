@@ -14,6 +14,7 @@
 #include "jv.h"
 #include "log.h"
 #include "ops_jobs.h"
+#include "ops_submit.h"
 #include "rest_metrics.h"
 #include "rest_server.h"
 #include "store_auth.h"
@@ -28,13 +29,6 @@ static double mono_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* The caller's defaults and rights on tenant and user. */
-static int apply_principal(const struct rest_req *rq, struct store_job *j, const char *prefix,
-			   struct mu_error *err)
-{
-	return ops_job_owner(&rq->who, &j->tenant, &j->user, prefix, err);
 }
 
 struct batch {
@@ -106,9 +100,7 @@ static void name_problem(struct store_job_submit *s)
 {
 	const struct batch *b = s->batch ? s->decode_arg : NULL;
 
-	if (b && b->body_index && s->problem.set && s->problem.job < s->n)
-		s->problem.job = b->body_index[s->problem.job];
-	codec_job_problem_field(&s->problem, s->batch, &s->err);
+	ops_submit_name_problem(s, b ? b->body_index : NULL);
 }
 
 static void encode_jobs(struct rest_req *rq, struct store_job_submit *s)
@@ -196,51 +188,16 @@ static int submit(struct rest_req *rq, struct store_job_submit *s)
 int rest_jobs_submit(struct rest_req *rq)
 {
 	struct store_job_submit *s = mu_arena_alloc(rq->arena, sizeof(*s));
-	const char *key = rest_header(rq, "idempotency-key");
 	json_t *body = NULL;
-	int ret;
+	int ret = rest_body_json(rq, &body);
 
-	if (key) {
-		size_t n = strlen(key);
-
-		if (n < 1 || n > 255) {
-			ret = mu_error_set(&rq->err, MU_EINVAL, "Idempotency-Key", "must be 1..255 characters");
-			goto out;
-		}
-		for (size_t i = 0; i < n; i++) {
-			if (key[i] < 0x20 || key[i] > 0x7e) {
-				ret = mu_error_set(&rq->err, MU_EINVAL, "Idempotency-Key",
-						   "must be printable ASCII");
-				goto out;
-			}
-		}
-	}
-	ret = rest_body_json(rq, &body);
 	if (ret < 0)
 		goto out;
-	s->jobs = mu_arena_alloc(rq->arena, sizeof(*s->jobs));
-	s->n = 1;
-	ret = codec_job_decode(body, rq->arena, "", &s->jobs[0], &rq->err);
+	/* the digest a retry must repeat: the body's bytes */
+	ret = ops_submit_prepare(&rq->who, rq->arena, body, rest_header(rq, "idempotency-key"),
+				 "Idempotency-Key", rq->body, rq->body_len, s, &rq->err);
 	if (ret < 0)
 		goto out;
-	ret = apply_principal(rq, &s->jobs[0], "", &rq->err);
-	if (ret < 0)
-		goto out;
-	if (s->jobs[0].array_spec) {
-		/* one job per task, written as one request: the reply is the
-		 * first task, whose id names the array (and carries the
-		 * Idempotency-Key: a retry answers it again) */
-		ret = codec_job_expand_array(&s->jobs[0], rq->arena, &s->jobs, &s->n, &rq->err);
-		if (ret < 0)
-			goto out;
-	}
-	if (key) {
-		char *hex = mu_arena_alloc(rq->arena, 65);
-
-		store_sha256_hex(rq->body, rq->body_len, hex);
-		s->idem_key = key;
-		s->request_sha256 = hex;
-	}
 	/* strings borrowed from `body` must outlive it: keep it with the request */
 	rest_result(rq, 0, body);
 	body = NULL;
@@ -263,10 +220,7 @@ static int decode_item(const struct batch *b, struct store_job_submit *s, size_t
 		snprintf(s->err.field, sizeof(s->err.field), "jobs.%zu", i);
 		return ret;
 	}
-	ret = codec_job_decode(item, s->arena, prefix, &s->jobs[i], &s->err);
-	if (ret < 0)
-		return ret;
-	return apply_principal(b->rq, &s->jobs[i], prefix, &s->err);
+	return ops_submit_decode(&b->rq->who, s->arena, item, prefix, &s->jobs[i], &s->err);
 }
 
 /* store_job_submit.decode, on the pool's worker: parses and decodes jobs
@@ -630,9 +584,4 @@ int rest_jobs_cancel(struct rest_req *rq)
 		id[1] = !strcmp(arr, "true");
 	}
 	return rest_defer(rq, cancel_run, NULL, id);
-}
-
-int rest_jobs_principal(const struct rest_req *rq, struct store_job *j, struct mu_error *err)
-{
-	return apply_principal(rq, j, "", err);
 }

@@ -17,11 +17,6 @@
 /* Registers the submit group with the pool. Call once before serving. */
 void rest_jobs_init(struct store_pool *pool);
 
-/* The caller's defaults and rights on one job's tenant and user, as
- * POST /v1/jobs applies them (POST /v1/jobs/dry-run calls the same). */
-int rest_jobs_principal(const struct rest_req *rq, struct store_job *j, struct mu_error *err)
-	__attribute__((warn_unused_result));
-
 struct rest_req;
 struct store_job;
 

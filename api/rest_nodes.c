@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "codec_admin.h"
+#include "ops_admin.h"
+#include "ops_admin_read.h"
 #include "rest.h"
 #include "store_node.h"
 
@@ -26,13 +28,8 @@ static int no_query(struct rest_req *rq)
 /* Fills op->name; names that cannot be stored answer 404 here. */
 static int node_name(struct rest_req *rq, struct node_op *op)
 {
-	const char *s = rest_param(rq, "name");
-	size_t n = s ? strlen(s) : 0;
-
-	if (n == 0 || !codec_admin_valid_text(s, CODEC_ADMIN_NODE_MAX))
-		return mu_error_set(&rq->err, MU_ENOTFOUND, "", "no such node");
-	op->name = s;
-	return 0;
+	op->name = rest_param(rq, "name");
+	return ops_node_name_check(op->name, &rq->err);
 }
 
 static int list_db(PGconn *db, struct rest_req *rq, void *arg)
@@ -40,7 +37,8 @@ static int list_db(PGconn *db, struct rest_req *rq, void *arg)
 	struct node_op *op = arg;
 	struct store_node_page page;
 	json_t *items;
-	int ret = store_node_list(db, rq->arena, op->cursor, op->limit, &page, &rq->err);
+	struct ops_page_args pg = { op->limit, op->cursor };
+	int ret = ops_node_list(db, rq->arena, &rq->who, &pg, &page, &rq->err);
 
 	if (ret < 0)
 		return ret;
@@ -61,8 +59,6 @@ int rest_nodes_list(struct rest_req *rq)
 	    (ret = codec_limit_decode(rest_query(rq, "limit"), &op->limit, &rq->err)) < 0)
 		return ret;
 	op->cursor = rest_query(rq, "cursor");
-	if ((ret = codec_cursor_check(CODEC_CURSOR_NODES, op->cursor, &rq->err)) < 0)
-		return ret;
 	return rest_defer(rq, list_db, NULL, op);
 }
 
@@ -70,7 +66,7 @@ static int get_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct node_op *op = arg;
 	struct store_node n;
-	int ret = store_node_get(db, rq->arena, op->name, &n, &rq->err);
+	int ret = ops_node_get(db, rq->arena, &rq->who, op->name, &n, &rq->err);
 	if (ret < 0)
 		return ret;
 	rest_result(rq, 200, codec_node_encode(&n));
@@ -82,20 +78,22 @@ int rest_nodes_get(struct rest_req *rq)
 	struct node_op *op = mu_arena_alloc(rq->arena, sizeof(*op));
 	int ret;
 
-	if ((ret = no_query(rq)) < 0 || (ret = node_name(rq, op)) < 0)
+	if ((ret = no_query(rq)) < 0)
 		return ret;
-	if (!ops_node_visible(&rq->who, op->name))
-		return mu_error_set(&rq->err, MU_ENOTFOUND, "", "no such node");
+	op->name = rest_param(rq, "name");
 	return rest_defer(rq, get_db, NULL, op);
 }
 
 static int drain_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct node_op *op = arg;
-	int ret = store_node_drain(db, op->name, op->reason != NULL, op->reason, &rq->err);
+	struct store_node n;
+	int ret = ops_node_drain(db, rq->arena, &rq->who, op->name, op->reason != NULL, op->reason, &n,
+				 &rq->err);
 	if (ret < 0)
 		return ret;
-	return get_db(db, rq, arg);
+	rest_result(rq, 200, codec_node_encode(&n));
+	return 0;
 }
 
 static int drain_or_resume(struct rest_req *rq, bool drain)

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "codec_admin.h"
+#include "ops_admin.h"
+#include "ops_admin_read.h"
 #include "rest.h"
 #include "store_pclass.h"
 
@@ -27,13 +29,6 @@ static int no_query(struct rest_req *rq)
 {
 	static const char *const none[] = { NULL };
 	return rest_query_check(rq, none);
-}
-
-static int check_name(struct rest_req *rq, const char *name)
-{
-	if (!name || !codec_admin_valid_name(name))
-		return mu_error_set(&rq->err, MU_ENOTFOUND, "", "no such priority class");
-	return 0;
 }
 
 /* Copies the decoded strings out of the body (see rest_tenants.c). */
@@ -62,7 +57,7 @@ static int create_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct pclass_op *op = arg;
 	struct store_pclass out;
-	int ret = store_pclass_create(db, rq->arena, &op->p, &out, &rq->err);
+	int ret = ops_pclass_create(db, rq->arena, &rq->who, &op->p, &out, &rq->err);
 	return ret < 0 ? ret : reply(rq, 201, &out);
 }
 
@@ -87,7 +82,8 @@ static int list_db(PGconn *db, struct rest_req *rq, void *arg)
 	struct pclass_op *op = arg;
 	struct store_pclass_page page;
 	json_t *items;
-	int ret = store_pclass_list(db, rq->arena, op->cursor, op->limit, &page, &rq->err);
+	struct ops_page_args pg = { op->limit, op->cursor };
+	int ret = ops_pclass_list(db, rq->arena, &rq->who, &pg, &page, &rq->err);
 
 	if (ret < 0)
 		return ret;
@@ -108,8 +104,6 @@ int rest_pclasses_list(struct rest_req *rq)
 	    (ret = codec_limit_decode(rest_query(rq, "limit"), &op->limit, &rq->err)) < 0)
 		return ret;
 	op->cursor = rest_query(rq, "cursor");
-	if ((ret = codec_cursor_check(CODEC_CURSOR_PCLASSES, op->cursor, &rq->err)) < 0)
-		return ret;
 	return rest_defer(rq, list_db, NULL, op);
 }
 
@@ -117,7 +111,7 @@ static int get_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct pclass_op *op = arg;
 	struct store_pclass out;
-	int ret = store_pclass_get(db, rq->arena, op->name, &out, &rq->err);
+	int ret = ops_pclass_get(db, rq->arena, &rq->who, op->name, &out, &rq->err);
 	return ret < 0 ? ret : reply(rq, 200, &out);
 }
 
@@ -126,7 +120,7 @@ int rest_pclasses_get(struct rest_req *rq)
 	struct pclass_op *op = op_new(rq);
 	int ret;
 
-	if ((ret = no_query(rq)) < 0 || (ret = check_name(rq, op->name)) < 0)
+	if ((ret = no_query(rq)) < 0)
 		return ret;
 	return rest_defer(rq, get_db, NULL, op);
 }
@@ -135,7 +129,7 @@ static int update_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct pclass_op *op = arg;
 	struct store_pclass out;
-	int ret = store_pclass_update(db, rq->arena, op->name, op->set, &op->p, &out, &rq->err);
+	int ret = ops_pclass_update(db, rq->arena, &rq->who, op->name, op->set, &op->p, &out, &rq->err);
 	return ret < 0 ? ret : reply(rq, 200, &out);
 }
 
@@ -145,7 +139,7 @@ int rest_pclasses_update(struct rest_req *rq)
 	json_t *body;
 	int ret;
 
-	if ((ret = no_query(rq)) < 0 || (ret = check_name(rq, op->name)) < 0 ||
+	if ((ret = no_query(rq)) < 0 || (ret = ops_name_check(op->name, "priority class", &rq->err)) < 0 ||
 	    (ret = rest_body_json(rq, &body)) < 0)
 		return ret;
 	ret = codec_pclass_patch_decode(body, &op->set, &op->p, &rq->err);
@@ -159,7 +153,7 @@ int rest_pclasses_update(struct rest_req *rq)
 static int delete_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct pclass_op *op = arg;
-	int ret = store_pclass_delete(db, op->name, &rq->err);
+	int ret = ops_pclass_delete(db, &rq->who, op->name, &rq->err);
 	if (ret < 0)
 		return ret;
 	rest_result(rq, 204, NULL);
@@ -171,7 +165,7 @@ int rest_pclasses_delete(struct rest_req *rq)
 	struct pclass_op *op = op_new(rq);
 	int ret;
 
-	if ((ret = no_query(rq)) < 0 || (ret = check_name(rq, op->name)) < 0)
+	if ((ret = no_query(rq)) < 0 || (ret = ops_name_check(op->name, "priority class", &rq->err)) < 0)
 		return ret;
 	return rest_defer(rq, delete_db, NULL, op);
 }

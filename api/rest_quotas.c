@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "codec_admin.h"
+#include "ops_admin.h"
+#include "ops_admin_read.h"
 #include "rest.h"
 #include "store_quota.h"
 
@@ -26,13 +28,6 @@ static struct quota_op *op_new(struct rest_req *rq)
 	return op;
 }
 
-static int check_tenant(struct rest_req *rq, const char *name)
-{
-	if (!name || !codec_admin_valid_name(name))
-		return mu_error_set(&rq->err, MU_ENOTFOUND, "", "no such tenant");
-	return 0;
-}
-
 static json_t *encode_items(const struct store_quota_page *page)
 {
 	json_t *items = json_array();
@@ -45,7 +40,7 @@ static int put_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct quota_op *op = arg;
 	struct store_quota out;
-	int ret = store_quota_put(db, rq->arena, &op->q, &out, &rq->err);
+	int ret = ops_quota_put(db, rq->arena, &rq->who, &op->q, &out, &rq->err);
 	if (ret < 0)
 		return ret;
 	rest_result(rq, 200, codec_quota_encode(&out));
@@ -59,7 +54,7 @@ int rest_quotas_put(struct rest_req *rq)
 	json_t *body;
 	int ret;
 
-	if ((ret = rest_query_check(rq, none)) < 0 || (ret = check_tenant(rq, op->tenant)) < 0 ||
+	if ((ret = rest_query_check(rq, none)) < 0 || (ret = ops_name_check(op->tenant, "tenant", &rq->err)) < 0 ||
 	    (ret = rest_body_json(rq, &body)) < 0)
 		return ret;
 	ret = codec_quota_decode(body, &op->q, &rq->err);
@@ -75,7 +70,7 @@ static int get_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct quota_op *op = arg;
 	struct store_quota_page page;
-	int ret = store_quota_get(db, rq->arena, op->scope, op->tenant, &page, &rq->err);
+	int ret = ops_quota_get(db, rq->arena, &rq->who, op->tenant, &page, &rq->err);
 	if (ret < 0)
 		return ret;
 	rest_result(rq, 200, codec_page_encode(encode_items(&page), NULL));
@@ -88,7 +83,7 @@ int rest_quotas_get(struct rest_req *rq)
 	struct quota_op *op = op_new(rq);
 	int ret;
 
-	if ((ret = rest_query_check(rq, none)) < 0 || (ret = check_tenant(rq, op->tenant)) < 0)
+	if ((ret = rest_query_check(rq, none)) < 0)
 		return ret;
 	return rest_defer(rq, get_db, NULL, op);
 }
@@ -96,7 +91,7 @@ int rest_quotas_get(struct rest_req *rq)
 static int delete_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct quota_op *op = arg;
-	int ret = store_quota_delete(db, op->tenant, op->gpu_model, &rq->err);
+	int ret = ops_quota_delete(db, &rq->who, op->tenant, op->gpu_model, &rq->err);
 	if (ret < 0)
 		return ret;
 	rest_result(rq, 204, NULL);
@@ -109,14 +104,13 @@ int rest_quotas_delete(struct rest_req *rq)
 	struct quota_op *op = op_new(rq);
 	int ret;
 
-	if ((ret = rest_query_check(rq, q)) < 0 || (ret = check_tenant(rq, op->tenant)) < 0)
+	if ((ret = rest_query_check(rq, q)) < 0 || (ret = ops_name_check(op->tenant, "tenant", &rq->err)) < 0)
 		return ret;
 	op->gpu_model = rest_query(rq, "gpu_model");
 	if (!op->gpu_model)
 		op->gpu_model = "";
-	if (!codec_admin_valid_text(op->gpu_model, CODEC_ADMIN_GPU_MODEL_MAX))
-		return mu_error_set(&rq->err, MU_EINVAL, "gpu_model",
-				    "must be UTF-8 of at most %d characters", CODEC_ADMIN_GPU_MODEL_MAX);
+	if ((ret = ops_gpu_model_check(op->gpu_model, &rq->err)) < 0)
+		return ret;
 	return rest_defer(rq, delete_db, NULL, op);
 }
 
@@ -124,7 +118,8 @@ static int list_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct quota_op *op = arg;
 	struct store_quota_page page;
-	int ret = store_quota_list(db, rq->arena, op->scope, op->cursor, op->limit, &page, &rq->err);
+	struct ops_page_args pg = { op->limit, op->cursor };
+	int ret = ops_quota_list(db, rq->arena, &rq->who, &pg, &page, &rq->err);
 	if (ret < 0)
 		return ret;
 	rest_result(rq, 200, codec_page_encode(encode_items(&page), page.next_cursor));
@@ -141,7 +136,5 @@ int rest_quotas_list(struct rest_req *rq)
 	    (ret = codec_limit_decode(rest_query(rq, "limit"), &op->limit, &rq->err)) < 0)
 		return ret;
 	op->cursor = rest_query(rq, "cursor");
-	if ((ret = codec_cursor_check(CODEC_CURSOR_QUOTAS, op->cursor, &rq->err)) < 0)
-		return ret;
 	return rest_defer(rq, list_db, NULL, op);
 }

@@ -3,6 +3,8 @@
 #include <stdio.h>
 
 #include "codec_settings.h"
+#include "ops_admin.h"
+#include "ops_admin_read.h"
 #include "rest.h"
 #include "store_settings.h"
 
@@ -15,7 +17,7 @@ struct patch {
 static int reply(struct pg_conn *db, struct rest_req *rq)
 {
 	const char **values = NULL;
-	int ret = store_settings_get(db, rq->arena, &values, &rq->err);
+	int ret = ops_settings_get(db, rq->arena, &rq->who, &values, &rq->err);
 
 	if (ret < 0)
 		return ret;
@@ -37,17 +39,17 @@ int rest_settings_get(struct rest_req *rq)
 static int patch_run(struct pg_conn *db, struct rest_req *rq, void *arg)
 {
 	struct patch *p = arg;
-	char who[64];
-	int ret;
+	const char **values = NULL;
+	int ret = ops_settings_update(db, rq->arena, &rq->who, p->names, (const char *const *)p->values,
+				      p->n, &values, &rq->err);
 
-	snprintf(who, sizeof(who), "token:%lld", (long long)rq->who.token_id);
-	ret = store_settings_update(db, p->names, (const char *const *)p->values, p->n, who, &rq->err);
 	codec_settings_release(p->names, p->values, p->n);
 	p->names = NULL;
 	p->values = NULL;
 	if (ret < 0)
 		return ret;
-	return reply(db, rq);
+	rest_result(rq, 200, codec_settings_encode(values));
+	return 0;
 }
 
 int rest_settings_update(struct rest_req *rq)

@@ -7,6 +7,7 @@
 
 #include "codec_admin.h"
 #include "ops_admin.h"
+#include "ops_admin_read.h"
 #include "rest.h"
 #include "store_tenant.h"
 
@@ -40,14 +41,6 @@ static int no_query(struct rest_req *rq)
 	return rest_query_check(rq, none);
 }
 
-/* A name that cannot exist answers 404 without asking the database. */
-static int check_name(struct rest_req *rq, const char *name)
-{
-	if (!name || !codec_admin_valid_name(name))
-		return mu_error_set(&rq->err, MU_ENOTFOUND, "", "no such tenant");
-	return 0;
-}
-
 static int reply_tenant(struct rest_req *rq, int status, const struct store_tenant *t)
 {
 	if (status == 201) {
@@ -64,7 +57,7 @@ static int create_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct tenant_op *op = arg;
 	struct store_tenant t;
-	int ret = store_tenant_create(db, rq->arena, &op->in, &t, &rq->err);
+	int ret = ops_tenant_create(db, rq->arena, &rq->who, &op->in, &t, &rq->err);
 	return ret < 0 ? ret : reply_tenant(rq, 201, &t);
 }
 
@@ -93,7 +86,8 @@ static int list_db(PGconn *db, struct rest_req *rq, void *arg)
 	struct tenant_op *op = arg;
 	struct store_tenant_page page;
 	json_t *items;
-	int ret = store_tenant_list(db, rq->arena, op->scope, op->cursor, op->limit, &page, &rq->err);
+	struct ops_page_args pg = { op->limit, op->cursor };
+	int ret = ops_tenant_list(db, rq->arena, &rq->who, &pg, &page, &rq->err);
 
 	if (ret < 0)
 		return ret;
@@ -114,8 +108,6 @@ int rest_tenants_list(struct rest_req *rq)
 	    (ret = codec_limit_decode(rest_query(rq, "limit"), &op->limit, &rq->err)) < 0)
 		return ret;
 	op->cursor = rest_query(rq, "cursor");
-	if ((ret = codec_cursor_check(CODEC_CURSOR_TENANTS, op->cursor, &rq->err)) < 0)
-		return ret;
 	return rest_defer(rq, list_db, NULL, op);
 }
 
@@ -123,7 +115,7 @@ static int get_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct tenant_op *op = arg;
 	struct store_tenant t;
-	int ret = store_tenant_get(db, rq->arena, op->scope, op->name, &t, &rq->err);
+	int ret = ops_tenant_get(db, rq->arena, &rq->who, op->name, &t, &rq->err);
 	return ret < 0 ? ret : reply_tenant(rq, 200, &t);
 }
 
@@ -132,7 +124,7 @@ int rest_tenants_get(struct rest_req *rq)
 	struct tenant_op *op = op_new(rq);
 	int ret;
 
-	if ((ret = no_query(rq)) < 0 || (ret = check_name(rq, op->name)) < 0)
+	if ((ret = no_query(rq)) < 0)
 		return ret;
 	return rest_defer(rq, get_db, NULL, op);
 }
@@ -151,7 +143,7 @@ int rest_tenants_update(struct rest_req *rq)
 	json_t *body;
 	int ret;
 
-	if ((ret = no_query(rq)) < 0 || (ret = check_name(rq, op->name)) < 0 ||
+	if ((ret = no_query(rq)) < 0 || (ret = ops_name_check(op->name, "tenant", &rq->err)) < 0 ||
 	    (ret = rest_body_json(rq, &body)) < 0)
 		return ret;
 	ret = codec_tenant_patch_decode(body, &op->patch, &rq->err);
@@ -179,7 +171,7 @@ int rest_tenants_delete(struct rest_req *rq)
 	struct tenant_op *op = op_new(rq);
 	int ret;
 
-	if ((ret = no_query(rq)) < 0 || (ret = check_name(rq, op->name)) < 0)
+	if ((ret = no_query(rq)) < 0 || (ret = ops_name_check(op->name, "tenant", &rq->err)) < 0)
 		return ret;
 	return rest_defer(rq, delete_db, NULL, op);
 }

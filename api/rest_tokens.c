@@ -11,6 +11,7 @@
 
 #include "codec_admin.h"
 #include "ops_admin.h"
+#include "ops_admin_read.h"
 #include "rest.h"
 #include "store_auth.h"
 #include "store_token_admin.h"
@@ -104,8 +105,8 @@ static int list_db(PGconn *db, struct rest_req *rq, void *arg)
 	struct token_op *op = arg;
 	struct store_token_page page;
 	json_t *items;
-	int ret = store_token_admin_list(db, rq->arena, op->scope, op->cursor, op->limit, &page,
-					 &rq->err);
+	struct ops_page_args pg = { op->limit, op->cursor };
+	int ret = ops_token_list(db, rq->arena, &rq->who, &pg, &page, &rq->err);
 
 	if (ret < 0)
 		return ret;
@@ -133,7 +134,7 @@ static int get_db(PGconn *db, struct rest_req *rq, void *arg)
 {
 	struct token_op *op = arg;
 	struct store_token t;
-	int ret = store_token_admin_get(db, rq->arena, op->scope, op->id, &t, &rq->err);
+	int ret = ops_token_get(db, rq->arena, &rq->who, op->id, &t, &rq->err);
 	if (ret < 0)
 		return ret;
 	rest_result(rq, 200, codec_token_encode(&t, NULL));

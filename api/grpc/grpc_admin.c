@@ -14,6 +14,7 @@
 
 #include "codec_settings.h"
 #include "ops_admin.h"
+#include "ops_admin_read.h"
 #include "ops_page.h"
 #include "store_settings.h"
 #include "codec_admin.h"
@@ -34,26 +35,11 @@ static void *A(struct gcall *c, size_t n)
 	return mu_arena_alloc(&c->arena, n ? n : 1);
 }
 
-static int page_args(struct gcall *c, int32_t size, const char *token, int *limit, const char **cursor)
+/* page_token "" = the first page; the cursor's shape is checked by ops. */
+static int page_args(struct gcall *c, int32_t size, const char *token, struct ops_page_args *pg)
 {
-	*cursor = token && token[0] ? token : NULL;
-	return ops_page_size(size, limit, &c->err);
-}
-
-static int name_arg(struct gcall *c, const char *name)
-{
-	if (!name || !codec_admin_valid_text(name, CODEC_ADMIN_NODE_MAX) || !name[0])
-		return mu_error_set(&c->err, MU_ENOTFOUND, "name", "no such object");
-	return 0;
-}
-
-/* A tenant or class name that cannot exist answers NOT_FOUND without asking
- * the database (the REST check_name). */
-static int valid_name_arg(struct gcall *c, const char *name, const char *what)
-{
-	if (!name || !codec_admin_valid_name(name))
-		return mu_error_set(&c->err, MU_ENOTFOUND, "", "no such %s", what);
-	return 0;
+	pg->cursor = token && token[0] ? token : NULL;
+	return ops_page_size(size, &pg->limit, &c->err);
 }
 
 static int empty_reply(struct gcall *c)
@@ -88,13 +74,12 @@ static int tenants_list(PGconn *db, struct gcall *c)
 	const Muster__V1__ListTenantsRequest *r = (const void *)c->req;
 	Muster__V1__ListTenantsResponse *resp = A(c, sizeof(*resp));
 	struct store_tenant_page page = { 0 };
-	const char *cursor = NULL;
-	int limit = 100, ret;
+	struct ops_page_args pg;
+	int ret;
 
-	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0 ||
-	    (ret = codec_cursor_check(CODEC_CURSOR_TENANTS, cursor, &c->err)) < 0)
+	if ((ret = page_args(c, r->page_size, r->page_token, &pg)) < 0)
 		return ret;
-	ret = store_tenant_list(db, &c->arena, gcall_scope(c), cursor, limit, &page, &c->err);
+	ret = ops_tenant_list(db, &c->arena, &c->who, &pg, &page, &c->err);
 	if (ret < 0)
 		return ret;
 	muster__v1__list_tenants_response__init(resp);
@@ -112,9 +97,7 @@ static int tenants_get(PGconn *db, struct gcall *c)
 	struct store_tenant t;
 	int ret;
 
-	if ((ret = name_arg(c, r->name)) < 0)
-		return ret;
-	ret = store_tenant_get(db, &c->arena, gcall_scope(c), r->name, &t, &c->err);
+	ret = ops_tenant_get(db, &c->arena, &c->who, r->name, &t, &c->err);
 	if (ret < 0)
 		return ret;
 	c->resp = &tenant_proto(c, &t)->base;
@@ -143,7 +126,7 @@ static int tenants_create(PGconn *db, struct gcall *c)
 	ret = codec_tenant_new_decode(body, &in, &c->err);
 	if (ret < 0)
 		goto out;
-	ret = store_tenant_create(db, &c->arena, &in, &t, &c->err);
+	ret = ops_tenant_create(db, &c->arena, &c->who, &in, &t, &c->err);
 	if (ret < 0)
 		goto out;
 	c->resp = &tenant_proto(c, &t)->base;
@@ -163,7 +146,7 @@ static int tenants_update(PGconn *db, struct gcall *c)
 
 	if (!r->tenant)
 		return mu_error_set(&c->err, MU_EMISSING, "tenant", "is required");
-	if ((ret = valid_name_arg(c, r->tenant->name, "tenant")) < 0)
+	if ((ret = ops_name_check(r->tenant->name, "tenant", &c->err)) < 0)
 		return ret;
 	if (!(body = grpc_codec_tenant_patch_json(r->tenant, r->update_mask, r->n_update_mask, &c->err)))
 		return c->err.code;
@@ -182,7 +165,7 @@ static int tenants_delete(PGconn *db, struct gcall *c)
 	const Muster__V1__DeleteTenantRequest *r = (const void *)c->req;
 	int ret;
 
-	if ((ret = name_arg(c, r->name)) < 0)
+	if ((ret = ops_name_check(r->name, "tenant", &c->err)) < 0)
 		return ret;
 	ret = ops_tenant_delete(db, r->name, &c->err);
 	if (ret < 0)
@@ -199,13 +182,12 @@ static int quotas_list(PGconn *db, struct gcall *c)
 	const Muster__V1__ListQuotasRequest *r = (const void *)c->req;
 	Muster__V1__ListQuotasResponse *resp = A(c, sizeof(*resp));
 	struct store_quota_page page = { 0 };
-	const char *cursor = NULL;
-	int limit = 100, ret;
+	struct ops_page_args pg;
+	int ret;
 
-	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0 ||
-	    (ret = codec_cursor_check(CODEC_CURSOR_QUOTAS, cursor, &c->err)) < 0)
+	if ((ret = page_args(c, r->page_size, r->page_token, &pg)) < 0)
 		return ret;
-	ret = store_quota_list(db, &c->arena, gcall_scope(c), cursor, limit, &page, &c->err);
+	ret = ops_quota_list(db, &c->arena, &c->who, &pg, &page, &c->err);
 	if (ret < 0)
 		return ret;
 	muster__v1__list_quotas_response__init(resp);
@@ -242,9 +224,7 @@ static int quotas_get(PGconn *db, struct gcall *c)
 	struct store_quota_page page = { 0 };
 	int ret;
 
-	if ((ret = valid_name_arg(c, r->tenant, "tenant")) < 0)
-		return ret;
-	ret = store_quota_get(db, &c->arena, gcall_scope(c), r->tenant, &page, &c->err);
+	ret = ops_quota_get(db, &c->arena, &c->who, r->tenant, &page, &c->err);
 	if (ret < 0)
 		return ret;
 	muster__v1__get_tenant_quotas_response__init(resp);
@@ -271,7 +251,7 @@ static int quota_set(PGconn *db, struct gcall *c)
 
 	if (!q)
 		return mu_error_set(&c->err, MU_EMISSING, "quota", "required");
-	if ((ret = name_arg(c, q->tenant)) < 0)
+	if ((ret = ops_name_check(q->tenant, "tenant", &c->err)) < 0)
 		return ret;
 	body = json_object();
 	if (q->gpu_model && q->gpu_model[0])
@@ -286,7 +266,7 @@ static int quota_set(PGconn *db, struct gcall *c)
 		goto out;
 	in.gpu_model = gstr(c, in.gpu_model);
 	in.tenant = q->tenant;
-	ret = store_quota_put(db, &c->arena, &in, &out, &c->err);
+	ret = ops_quota_put(db, &c->arena, &c->who, &in, &out, &c->err);
 	if (ret < 0)
 		goto out;
 	c->resp = &quota_proto(c, &out)->base;
@@ -300,12 +280,10 @@ static int quota_delete(PGconn *db, struct gcall *c)
 	const Muster__V1__DeleteQuotaRequest *r = (const void *)c->req;
 	int ret;
 
-	if ((ret = name_arg(c, r->tenant)) < 0)
+	if ((ret = ops_name_check(r->tenant, "tenant", &c->err)) < 0 ||
+	    (ret = ops_gpu_model_check(r->gpu_model, &c->err)) < 0)
 		return ret;
-	if (r->gpu_model && !codec_admin_valid_text(r->gpu_model, CODEC_ADMIN_GPU_MODEL_MAX))
-		return mu_error_set(&c->err, MU_EINVAL, "gpu_model",
-				    "must be UTF-8 of at most %d characters", CODEC_ADMIN_GPU_MODEL_MAX);
-	ret = store_quota_delete(db, r->tenant, r->gpu_model ? r->gpu_model : "", &c->err);
+	ret = ops_quota_delete(db, &c->who, r->tenant, r->gpu_model, &c->err);
 	if (ret < 0)
 		return ret;
 	return empty_reply(c);
@@ -334,13 +312,12 @@ static int pclasses_list(PGconn *db, struct gcall *c)
 	const Muster__V1__ListPriorityClassesRequest *r = (const void *)c->req;
 	Muster__V1__ListPriorityClassesResponse *resp = A(c, sizeof(*resp));
 	struct store_pclass_page page = { 0 };
-	const char *cursor = NULL;
-	int limit = 100, ret;
+	struct ops_page_args pg;
+	int ret;
 
-	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0 ||
-	    (ret = codec_cursor_check(CODEC_CURSOR_PCLASSES, cursor, &c->err)) < 0)
+	if ((ret = page_args(c, r->page_size, r->page_token, &pg)) < 0)
 		return ret;
-	ret = store_pclass_list(db, &c->arena, cursor, limit, &page, &c->err);
+	ret = ops_pclass_list(db, &c->arena, &c->who, &pg, &page, &c->err);
 	if (ret < 0)
 		return ret;
 	muster__v1__list_priority_classes_response__init(resp);
@@ -358,9 +335,7 @@ static int pclasses_get(PGconn *db, struct gcall *c)
 	struct store_pclass out;
 	int ret;
 
-	if ((ret = valid_name_arg(c, r->name, "priority class")) < 0)
-		return ret;
-	ret = store_pclass_get(db, &c->arena, r->name, &out, &c->err);
+	ret = ops_pclass_get(db, &c->arena, &c->who, r->name, &out, &c->err);
 	if (ret < 0)
 		return ret;
 	c->resp = &pclass_proto(c, &out)->base;
@@ -381,7 +356,7 @@ static int pclasses_create(PGconn *db, struct gcall *c)
 		return c->err.code;
 	ret = codec_pclass_new_decode(body, &in, &c->err);
 	if (ret == 0)
-		ret = store_pclass_create(db, &c->arena, &in, &out, &c->err);
+		ret = ops_pclass_create(db, &c->arena, &c->who, &in, &out, &c->err);
 	json_decref(body);
 	if (ret < 0)
 		return ret;
@@ -399,14 +374,15 @@ static int pclasses_update(PGconn *db, struct gcall *c)
 
 	if (!r->priority_class)
 		return mu_error_set(&c->err, MU_EMISSING, "priority_class", "is required");
-	if ((ret = valid_name_arg(c, r->priority_class->name, "priority class")) < 0)
+	if ((ret = ops_name_check(r->priority_class->name, "priority class", &c->err)) < 0)
 		return ret;
 	if (!(body = grpc_codec_pclass_json(r->priority_class, false, r->update_mask,
 					    r->n_update_mask, &c->err)))
 		return c->err.code;
 	ret = codec_pclass_patch_decode(body, &set, &in, &c->err);
 	if (ret == 0)
-		ret = store_pclass_update(db, &c->arena, r->priority_class->name, set, &in, &out, &c->err);
+		ret = ops_pclass_update(db, &c->arena, &c->who, r->priority_class->name, set, &in, &out,
+					&c->err);
 	json_decref(body);
 	if (ret < 0)
 		return ret;
@@ -419,9 +395,9 @@ static int pclasses_delete(PGconn *db, struct gcall *c)
 	const Muster__V1__DeletePriorityClassRequest *r = (const void *)c->req;
 	int ret;
 
-	if ((ret = valid_name_arg(c, r->name, "priority class")) < 0)
+	if ((ret = ops_name_check(r->name, "priority class", &c->err)) < 0)
 		return ret;
-	ret = store_pclass_delete(db, r->name, &c->err);
+	ret = ops_pclass_delete(db, &c->who, r->name, &c->err);
 	if (ret < 0)
 		return ret;
 	return empty_reply(c);
@@ -481,12 +457,12 @@ static int tokens_list(PGconn *db, struct gcall *c)
 	const Muster__V1__ListTokensRequest *r = (const void *)c->req;
 	Muster__V1__ListTokensResponse *resp = A(c, sizeof(*resp));
 	struct store_token_page page = { 0 };
-	const char *cursor = NULL;
-	int limit = 100, ret;
+	struct ops_page_args pg;
+	int ret;
 
-	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0)
+	if ((ret = page_args(c, r->page_size, r->page_token, &pg)) < 0)
 		return ret;
-	ret = store_token_admin_list(db, &c->arena, gcall_scope(c), cursor, limit, &page, &c->err);
+	ret = ops_token_list(db, &c->arena, &c->who, &pg, &page, &c->err);
 	if (ret < 0)
 		return ret;
 	muster__v1__list_tokens_response__init(resp);
@@ -512,9 +488,7 @@ static int tokens_get(PGconn *db, struct gcall *c)
 	struct store_token t;
 	int ret;
 
-	if ((ret = token_id_arg(c, r->id)) < 0)
-		return ret;
-	ret = store_token_admin_get(db, &c->arena, gcall_scope(c), r->id, &t, &c->err);
+	ret = ops_token_get(db, &c->arena, &c->who, r->id, &t, &c->err);
 	if (ret < 0)
 		return ret;
 	c->resp = &token_proto(c, &t)->base;
@@ -579,13 +553,12 @@ static int nodes_list(PGconn *db, struct gcall *c)
 	const Muster__V1__ListNodesRequest *r = (const void *)c->req;
 	Muster__V1__ListNodesResponse *resp = A(c, sizeof(*resp));
 	struct store_node_page page = { 0 };
-	const char *cursor = NULL;
-	int limit = 100, ret;
+	struct ops_page_args pg;
+	int ret;
 
-	if ((ret = page_args(c, r->page_size, r->page_token, &limit, &cursor)) < 0 ||
-	    (ret = codec_cursor_check(CODEC_CURSOR_NODES, cursor, &c->err)) < 0)
+	if ((ret = page_args(c, r->page_size, r->page_token, &pg)) < 0)
 		return ret;
-	ret = store_node_list(db, &c->arena, cursor, limit, &page, &c->err);
+	ret = ops_node_list(db, &c->arena, &c->who, &pg, &page, &c->err);
 	if (ret < 0)
 		return ret;
 	muster__v1__list_nodes_response__init(resp);
@@ -597,10 +570,11 @@ static int nodes_list(PGconn *db, struct gcall *c)
 	return 0;
 }
 
-static int node_reply(PGconn *db, struct gcall *c, const char *name)
+static int nodes_get(PGconn *db, struct gcall *c)
 {
+	const Muster__V1__GetNodeRequest *r = (const void *)c->req;
 	struct store_node n;
-	int ret = store_node_get(db, &c->arena, name, &n, &c->err);
+	int ret = ops_node_get(db, &c->arena, &c->who, r->name, &n, &c->err);
 
 	if (ret < 0)
 		return ret;
@@ -608,27 +582,15 @@ static int node_reply(PGconn *db, struct gcall *c, const char *name)
 	return 0;
 }
 
-static int nodes_get(PGconn *db, struct gcall *c)
-{
-	const Muster__V1__GetNodeRequest *r = (const void *)c->req;
-	int ret;
-
-	if ((ret = name_arg(c, r->name)) < 0)
-		return ret;
-	/* agents may read their own node only, as over REST */
-	if (!ops_node_visible(&c->who, r->name))
-		return mu_error_set(&c->err, MU_ENOTFOUND, "name", "no such node");
-	return node_reply(db, c, r->name);
-}
-
 static int nodes_drain(PGconn *db, struct gcall *c)
 {
 	const Muster__V1__DrainNodeRequest *r = (const void *)c->req;
 	const char *reason = NULL;
 	json_t *body = json_object(), *v;
+	struct store_node n;
 	int ret;
 
-	if ((ret = name_arg(c, r->name)) < 0)
+	if ((ret = ops_node_name_check(r->name, &c->err)) < 0)
 		goto out;
 	if (r->reason && r->reason[0]) {
 		if (!(v = json_string(r->reason))) {
@@ -640,10 +602,9 @@ static int nodes_drain(PGconn *db, struct gcall *c)
 	ret = codec_drain_decode(body, &reason, &c->err);
 	if (ret < 0)
 		goto out;
-	ret = store_node_drain(db, r->name, true, reason ? reason : "", &c->err);
-	if (ret < 0)
-		goto out;
-	ret = node_reply(db, c, r->name);
+	ret = ops_node_drain(db, &c->arena, &c->who, r->name, true, reason, &n, &c->err);
+	if (ret == 0)
+		c->resp = &node_proto(c, &n)->base;
 out:
 	json_decref(body);
 	return ret;
@@ -652,14 +613,14 @@ out:
 static int nodes_resume(PGconn *db, struct gcall *c)
 {
 	const Muster__V1__ResumeNodeRequest *r = (const void *)c->req;
+	struct store_node n;
 	int ret;
 
-	if ((ret = name_arg(c, r->name)) < 0)
+	if ((ret = ops_node_name_check(r->name, &c->err)) < 0 ||
+	    (ret = ops_node_drain(db, &c->arena, &c->who, r->name, false, NULL, &n, &c->err)) < 0)
 		return ret;
-	ret = store_node_drain(db, r->name, false, NULL, &c->err);
-	if (ret < 0)
-		return ret;
-	return node_reply(db, c, r->name);
+	c->resp = &node_proto(c, &n)->base;
+	return 0;
 }
 
 /*
@@ -675,16 +636,13 @@ enum {
 
 /* ---- settings (REST /v1/settings) ---------------------------------------- */
 
-static int settings_reply(PGconn *db, struct gcall *c)
+/* The answer: every setting's value (in store/settings.def order). */
+static int settings_reply(struct gcall *c, const char **values)
 {
 	Muster__V1__Settings *resp = mu_arena_alloc(&c->arena, sizeof(*resp));
-	const char **values = NULL;
 	size_t n;
 	const struct store_setting *t = store_settings_table(&n);
-	int ret = store_settings_get(db, &c->arena, &values, &c->err);
 
-	if (ret < 0)
-		return ret;
 	muster__v1__settings__init(resp);
 	resp->values = mu_arena_alloc(&c->arena, sizeof(*resp->values) * (n + 1));
 	for (size_t i = 0; i < n; i++) {
@@ -701,17 +659,19 @@ static int settings_reply(PGconn *db, struct gcall *c)
 
 static int settings_get(PGconn *db, struct gcall *c)
 {
-	return settings_reply(db, c);
+	const char **values = NULL;
+	int ret = ops_settings_get(db, &c->arena, &c->who, &values, &c->err);
+
+	return ret < 0 ? ret : settings_reply(c, values);
 }
 
 static int settings_update(PGconn *db, struct gcall *c)
 {
 	const Muster__V1__UpdateSettingsRequest *r = (const void *)c->req;
 	json_t *body = json_object();
-	const char **names = NULL;
+	const char **names = NULL, **now = NULL;
 	char **values = NULL;
 	size_t n = 0;
-	char who[64];
 	int ret = 0;
 
 	for (size_t i = 0; i < r->n_values; i++) {
@@ -728,11 +688,11 @@ static int settings_update(PGconn *db, struct gcall *c)
 	ret = codec_settings_decode(body, &names, &values, &n, &c->err);
 	if (ret < 0)
 		goto out;
-	snprintf(who, sizeof(who), "token:%lld", (long long)c->who.token_id);
-	ret = store_settings_update(db, names, (const char *const *)values, n, who, &c->err);
+	ret = ops_settings_update(db, &c->arena, &c->who, names, (const char *const *)values, n, &now,
+				  &c->err);
 	if (ret < 0)
 		goto out;
-	ret = settings_reply(db, c);
+	ret = settings_reply(c, now);
 out:
 	codec_settings_release(names, values, n);
 	json_decref(body);
@@ -774,7 +734,8 @@ const struct gmethod grpc_admin_methods[] = {
 /* ---- grpc.health.v1.Health --------------------------------------------- */
 
 static const char *const services[] = {
-	"", "muster.v1.JobService", "muster.v1.AdminService", "muster.v1.AgentService", NULL,
+	"", "muster.v1.JobService", "muster.v1.AdminService", "muster.v1.SchedulerService",
+	"muster.v1.AgentService", NULL,
 };
 
 static bool known_service(const char *s)

@@ -1,7 +1,7 @@
 /*
  * grpc_internal.h - muster-api's gRPC server internals, shared by
- * grpc_server.c (the completion-queue machinery), grpc_jobs.c, grpc_admin.c
- * and grpc_agent.c. Not for other areas: they use api_grpc.h.
+ * grpc_server.c (the completion-queue machinery), grpc_jobs.c, grpc_admin.c,
+ * grpc_sched.c and grpc_agent.c. Not for other areas: they use api_grpc.h.
  *
  * Threads:
  *   - the CQ thread runs grpc_completion_queue_next and every tag's
@@ -158,6 +158,7 @@ ProtobufCMessage *gcall_unpack(grpc_byte_buffer *b, const ProtobufCMessageDescri
 /* Per-area method tables (NULL-path terminated) and lifecycle hooks. */
 extern const struct gmethod grpc_jobs_methods[];
 extern const struct gmethod grpc_admin_methods[];
+extern const struct gmethod grpc_sched_methods[];
 extern const struct gmethod grpc_agent_methods[];
 extern const struct gmethod grpc_health_methods[];
 int grpc_jobs_start(void);

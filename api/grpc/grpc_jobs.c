@@ -27,6 +27,8 @@
 #include "muster/v1/jobs.pb-c.h"
 #include "ops_jobs.h"
 #include "ops_page.h"
+#include "ops_router.h"
+#include "ops_submit.h"
 #include "store_event.h"
 #include "store_auth.h"
 #include "store_job.h"
@@ -53,12 +55,6 @@ static char *S(struct mu_arena *a, const char *s)
 }
 
 /* ---- JobSpec -> the REST JSON body ------------------------------------- */
-
-/* The caller's defaults and rights on tenant and user: the REST rules. */
-static int apply_principal(struct gcall *c, struct store_job *j)
-{
-	return ops_job_owner(&c->who, &j->tenant, &j->user, NULL, &c->err);
-}
 
 /* ---- store_job -> Job --------------------------------------------------- */
 
@@ -292,57 +288,32 @@ struct submit_state {
 	json_t *body;       /* the job's strings are borrowed from it */
 };
 
-/* Validates the request and fills a store_job_submit; no database access. */
+/* Validates the request and fills a store_job_submit (ops_submit_prepare:
+ * REST's rules); no database access. */
 static int submit_prepare(struct gcall *c, struct submit_state **out)
 {
 	const Muster__V1__SubmitJobRequest *r = (const void *)c->req;
 	struct submit_state *st;
+	unsigned char *packed = NULL;
+	size_t n = 0;
 	int ret;
 
 	if (!r->job)
 		return mu_error_set(&c->err, MU_EMISSING, "job", "required");
-	if (r->idempotency_key && r->idempotency_key[0]) {
-		size_t n = strlen(r->idempotency_key);
-
-		if (n > 255)
-			return mu_error_set(&c->err, MU_EINVAL, "idempotency_key", "must be 1..255 characters");
-		for (size_t i = 0; i < n; i++)
-			if (r->idempotency_key[i] < 0x21 || r->idempotency_key[i] > 0x7e)
-				return mu_error_set(&c->err, MU_EINVAL, "idempotency_key",
-						    "must be printable ASCII");
-	}
 	st = A(&c->arena, sizeof(*st));
 	st->body = grpc_codec_spec_json(r->job, &c->err);
 	if (!st->body)
 		return c->err.code;
 	*out = st; /* from here the caller must json_decref(st->body) */
-	ret = codec_job_decode(st->body, &c->arena, "", &st->job, &c->err);
-	if (ret < 0)
-		return ret;
-	ret = apply_principal(c, &st->job);
-	if (ret < 0)
-		return ret;
-	st->s.jobs = &st->job;
-	st->s.n = 1;
-	if (st->job.array_spec) {
-		ret = codec_job_expand_array(&st->job, &c->arena, &st->s.jobs, &st->s.n, &c->err);
-		if (ret < 0)
-			return ret;
-	}
-	st->s.scope = gcall_scope(c);
-	st->s.arena = &c->arena;
 	if (r->idempotency_key && r->idempotency_key[0]) {
-		size_t n = protobuf_c_message_get_packed_size(&r->job->base);
-		unsigned char *buf = mu_malloc(n ? n : 1);
-		char *hex = A(&c->arena, 65);
-
-		protobuf_c_message_pack(&r->job->base, buf);
-		store_sha256_hex(buf, n, hex);
-		mu_free(buf);
-		st->s.idem_key = r->idempotency_key;
-		st->s.request_sha256 = hex;
+		/* the digest a retry must repeat: the packed JobSpec */
+		n = protobuf_c_message_get_packed_size(&r->job->base);
+		packed = A(&c->arena, n);
+		protobuf_c_message_pack(&r->job->base, packed);
 	}
-	return 0;
+	ret = ops_submit_prepare(&c->who, &c->arena, st->body, packed ? r->idempotency_key : NULL,
+				 "idempotency_key", packed, n, &st->s, &c->err);
+	return ret;
 }
 
 /* After store_job_submit_group: the reply, and the body released. */
@@ -352,7 +323,7 @@ static int submit_finish(struct gcall *c, struct submit_state *st)
 	int ret = st->s.rc;
 
 	if (ret < 0) {
-		codec_job_problem_field(&st->s.problem, st->s.batch, &st->s.err);
+		ops_submit_name_problem(&st->s, NULL);
 		c->err = st->s.err;
 	} else {
 		resp = A(&c->arena, sizeof(*resp));
@@ -425,8 +396,8 @@ static int get_run(PGconn *db, struct gcall *c)
 	struct store_job job;
 	int ret;
 
-	if (r->job_id < 1)
-		return mu_error_set(&c->err, MU_ENOTFOUND, "job_id", "no such job");
+	if ((ret = ops_job_id_check(r->job_id, &c->err)) < 0)
+		return ret;
 	ret = ops_job_get(db, &c->arena, &c->who, r->job_id, &job, &c->err);
 	if (ret < 0)
 		return ret;
@@ -440,8 +411,8 @@ static int cancel_run(PGconn *db, struct gcall *c)
 	struct store_job job;
 	int ret;
 
-	if (r->job_id < 1)
-		return mu_error_set(&c->err, MU_ENOTFOUND, "job_id", "no such job");
+	if ((ret = ops_job_id_check(r->job_id, &c->err)) < 0)
+		return ret;
 	ret = ops_job_cancel(db, &c->arena, &c->who, r->job_id, false, &job, &c->err);
 	if (ret < 0)
 		return ret;
@@ -484,8 +455,8 @@ static int control(PGconn *db, struct gcall *c, enum store_job_ctl op)
 	int64_t v = 0;
 	int ret;
 
-	if (r->job_id < 1)
-		return mu_error_set(&c->err, MU_ENOTFOUND, "job_id", "no such job");
+	if ((ret = ops_job_id_check(r->job_id, &c->err)) < 0)
+		return ret;
 	ret = if_match(c, r->if_match, &v, &im);
 	if (ret < 0)
 		return ret;
@@ -521,8 +492,8 @@ static int update_run(PGconn *db, struct gcall *c)
 	int64_t v = 0;
 	int ret;
 
-	if (r->job_id < 1)
-		return mu_error_set(&c->err, MU_ENOTFOUND, "job_id", "no such job");
+	if ((ret = ops_job_id_check(r->job_id, &c->err)) < 0)
+		return ret;
 	ret = if_match(c, r->if_match, &v, &im);
 	if (ret < 0)
 		return ret;
@@ -909,26 +880,29 @@ void grpc_jobs_stop(void)
 	W.wake = -1;
 }
 
+/* Each method's roles are its REST route's (routes.def, by handler name;
+ * the role bits are the same in both: ops_principal.h). */
+enum {
+#define REST_ROUTE(method, pattern, handler, roles, summary) handler##_roles = (roles) & REST_ANYONE,
+#include "routes.def"
+#undef REST_ROUTE
+};
+
+#define JOBS(m, kind, route, req, run, start, group)                                               \
+	{ "/muster.v1.JobService/" m, kind, route##_roles, &muster__v1__##req##__descriptor, run, start, \
+	  group }
+
 const struct gmethod grpc_jobs_methods[] = {
-	{ "/muster.v1.JobService/Submit", GK_UNARY, GR_WRITERS, &muster__v1__submit_job_request__descriptor,
-	  submit_run, NULL, GRPC_GROUP_SUBMIT },
-	{ "/muster.v1.JobService/Get", GK_UNARY, GR_READERS, &muster__v1__get_job_request__descriptor,
-	  get_run, NULL, 0 },
-	{ "/muster.v1.JobService/List", GK_UNARY, GR_READERS, &muster__v1__list_jobs_request__descriptor,
-	  list_run, NULL, 0 },
-	{ "/muster.v1.JobService/Cancel", GK_UNARY, GR_WRITERS, &muster__v1__cancel_job_request__descriptor,
-	  cancel_run, NULL, 0 },
-	{ "/muster.v1.JobService/Watch", GK_SERVER_STREAM, GR_READERS,
-	  &muster__v1__watch_jobs_request__descriptor, watch_run, watch_start, 0 },
-	{ "/muster.v1.JobService/GetLogs", GK_SERVER_STREAM, GR_READERS,
-	  &muster__v1__get_logs_request__descriptor, grpc_logs_getlogs_run, grpc_logs_getlogs_start, 0 },
-	{ "/muster.v1.JobService/Hold", GK_UNARY, GR_WRITERS, &muster__v1__job_control_request__descriptor,
-	  hold_run, NULL, 0 },
-	{ "/muster.v1.JobService/Release", GK_UNARY, GR_WRITERS, &muster__v1__job_control_request__descriptor,
-	  release_run, NULL, 0 },
-	{ "/muster.v1.JobService/Requeue", GK_UNARY, GR_WRITERS, &muster__v1__job_control_request__descriptor,
-	  requeue_run, NULL, 0 },
-	{ "/muster.v1.JobService/Update", GK_UNARY, GR_WRITERS, &muster__v1__update_job_request__descriptor,
-	  update_run, NULL, 0 },
+	JOBS("Submit", GK_UNARY, rest_jobs_submit, submit_job_request, submit_run, NULL, GRPC_GROUP_SUBMIT),
+	JOBS("Get", GK_UNARY, rest_jobs_get, get_job_request, get_run, NULL, 0),
+	JOBS("List", GK_UNARY, rest_jobs_list, list_jobs_request, list_run, NULL, 0),
+	JOBS("Cancel", GK_UNARY, rest_jobs_cancel, cancel_job_request, cancel_run, NULL, 0),
+	JOBS("Watch", GK_SERVER_STREAM, rest_events, watch_jobs_request, watch_run, watch_start, 0),
+	JOBS("GetLogs", GK_SERVER_STREAM, rest_jobs_logs, get_logs_request, grpc_logs_getlogs_run,
+	     grpc_logs_getlogs_start, 0),
+	JOBS("Hold", GK_UNARY, rest_jobs_hold, job_control_request, hold_run, NULL, 0),
+	JOBS("Release", GK_UNARY, rest_jobs_release, job_control_request, release_run, NULL, 0),
+	JOBS("Requeue", GK_UNARY, rest_jobs_requeue, job_control_request, requeue_run, NULL, 0),
+	JOBS("Update", GK_UNARY, rest_jobs_update, update_job_request, update_run, NULL, 0),
 	{ NULL, 0, 0, NULL, NULL, NULL, 0 },
 };

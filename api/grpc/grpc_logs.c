@@ -21,6 +21,7 @@
 #include "log.h"
 #include "muster/v1/agent.pb-c.h"
 #include "muster/v1/jobs.pb-c.h"
+#include "ops_jobs.h"
 #include "store_logs.h"
 
 #define LOGS_MAX_PENDING 4096
@@ -419,8 +420,8 @@ int grpc_logs_getlogs_run(PGconn *db, struct gcall *c)
 	int64_t ppn;
 	int ret;
 
-	if (r->job_id < 1)
-		return mu_error_set(&c->err, MU_ENOTFOUND, "job_id", "no such job");
+	if ((ret = ops_job_id_check(r->job_id, &c->err)) < 0)
+		return ret;
 	if (r->run_id < 0)
 		return mu_error_set(&c->err, MU_ENOTFOUND, "run_id", "no such run");
 	if (r->node_rank < 0 || r->node_rank > 1000000)

@@ -527,7 +527,8 @@ static bool slice_is(grpc_slice s, const char *str)
 static const struct gmethod *find_method(grpc_slice path)
 {
 	const struct gmethod *const all[] = { grpc_jobs_methods, grpc_admin_methods,
-					       grpc_agent_methods, grpc_health_methods };
+					       grpc_sched_methods, grpc_agent_methods,
+					       grpc_health_methods };
 
 	for (size_t t = 0; t < sizeof(all) / sizeof(all[0]); t++)
 		for (const struct gmethod *m = all[t]; m->path; m++)

@@ -15,6 +15,13 @@ void ops_actor(const struct ops_principal *p, char *buf, size_t size)
 		snprintf(buf, size, "token:%lld", (long long)p->token_id);
 }
 
+int ops_job_id_check(int64_t id, struct mu_error *err)
+{
+	if (id < 1)
+		return mu_error_set(err, MU_ENOTFOUND, "", "no such job");
+	return 0;
+}
+
 static void redact(const struct ops_principal *p, struct mu_arena *a, struct store_job *j)
 {
 	if (!ops_job_env_visible(p, j->user))

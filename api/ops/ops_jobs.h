@@ -30,6 +30,11 @@
  * "token:N" when the token has no user. */
 void ops_actor(const struct ops_principal *p, char *buf, size_t size);
 
+/* A job id from a message (gRPC's job_id): below 1 names no job,
+ * MU_ENOTFOUND (field "", as REST's path id) without the database. Pure;
+ * called before anything else of the request is looked at. */
+int ops_job_id_check(int64_t id, struct mu_error *err) __attribute__((warn_unused_result));
+
 /* One job in the caller's scope (MU_ENOTFOUND outside it); env values
  * redacted unless ops_job_env_visible. */
 int ops_job_get(PGconn *db, struct mu_arena *a, const struct ops_principal *p, int64_t id,

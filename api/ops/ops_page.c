@@ -3,10 +3,9 @@
  */
 #include "ops_page.h"
 
+#include "codec_admin.h"
+
 int ops_page_size(int32_t size, int *limit, struct mu_error *err)
 {
-	*limit = size ? (int)size : OPS_PAGE_DEFAULT;
-	if (*limit < 1 || *limit > OPS_PAGE_MAX)
-		return mu_error_set(err, MU_ERANGE, "page_size", "must be 1..%d", OPS_PAGE_MAX);
-	return 0;
+	return codec_limit_range(size ? size : OPS_PAGE_DEFAULT, "page_size", limit, err);
 }

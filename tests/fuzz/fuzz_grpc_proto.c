@@ -4,7 +4,8 @@
  * every request type, and for SubmitJobRequest the JobSpec -> REST JSON ->
  * codec_job_decode path (api/grpc/grpc_codec.c + api/codec_job.c); for the
  * admin writes (UpdateTenant, Create/UpdatePriorityClass, CreateToken) the
- * message (+ update_mask) -> REST JSON -> codec_admin decoder path.
+ * message (+ update_mask) -> REST JSON -> codec_admin decoder path; for
+ * SchedulerService.DryRun its JobSpec through the submit's path.
  *
  * Input: first byte picks the message type, the rest is its wire bytes.
  * Invariants: unpack either fails or gives a message that packs to its
@@ -27,6 +28,7 @@
 #include "muster/v1/admin.pb-c.h"
 #include "muster/v1/agent.pb-c.h"
 #include "muster/v1/jobs.pb-c.h"
+#include "muster/v1/sched.pb-c.h"
 
 static void require(int cond, const char *what)
 {
@@ -50,6 +52,10 @@ static const ProtobufCMessageDescriptor *const types[] = {
 	&muster__v1__get_token_request__descriptor,
 	/* 13: JobService.GetLogs (seeds logs_*) */
 	&muster__v1__get_logs_request__descriptor,
+	/* 14.. SchedulerService (seeds sched_*) */
+	&muster__v1__dry_run_request__descriptor,
+	&muster__v1__usage_request__descriptor,
+	&muster__v1__explain_request__descriptor,
 };
 
 /* Packing what was unpacked must work (muster packs replies built from
@@ -68,7 +74,7 @@ static void roundtrip(const ProtobufCMessage *m)
 	free(b);
 }
 
-static void submit_path(const Muster__V1__SubmitJobRequest *r)
+static void spec_path(const Muster__V1__JobSpec *spec)
 {
 	struct mu_error err = { 0 };
 	struct mu_arena a;
@@ -76,9 +82,9 @@ static void submit_path(const Muster__V1__SubmitJobRequest *r)
 	json_t *body;
 	int ret;
 
-	if (!r->job)
+	if (!spec)
 		return;
-	body = grpc_codec_spec_json(r->job, &err);
+	body = grpc_codec_spec_json(spec, &err);
 	if (!body) {
 		require(err.code == MU_EUTF8 && err.msg[0], "spec_json fails only on UTF-8, with a message");
 		return;
@@ -91,7 +97,7 @@ static void submit_path(const Muster__V1__SubmitJobRequest *r)
 		require(j.gpus_per_node >= 0 && j.gpus_per_node <= 64, "gpus_per_node in range");
 		require(j.command && j.command[0] == '[', "command is an array");
 		/* a script makes the command itself (codec_script.c) */
-		require(r->job->n_command >= 1 || (r->job->script && r->job->script[0]),
+		require(spec->n_command >= 1 || (spec->script && spec->script[0]),
 			"a job needs a command or a script");
 	} else {
 		require(ret < 0 && err.code == ret && err.msg[0], "errors carry code and message");
@@ -205,7 +211,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	roundtrip(m);
 	if (d == &muster__v1__submit_job_request__descriptor)
-		submit_path((const Muster__V1__SubmitJobRequest *)m);
+		spec_path(((const Muster__V1__SubmitJobRequest *)m)->job);
+	else if (d == &muster__v1__dry_run_request__descriptor)
+		spec_path(((const Muster__V1__DryRunRequest *)m)->job);
 	else
 		admin_path(m);
 	protobuf_c_message_free_unpacked(m, NULL);

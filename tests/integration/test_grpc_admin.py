@@ -403,6 +403,82 @@ def test_page_tokens(c):
     check(p1.next_page_token and p2.tenants[0].path > p1.tenants[-1].path, p1, p2)
 
 
+def test_reads_same_as_rest(c):
+    """The admin reads are one operation each under both APIs
+    (api/ops/ops_admin_read.c): every list and get answers each caller what
+    REST answers it (its tenant scope), and refuses what REST refuses, with
+    the same slug and field."""
+    s = setup(c)
+    A, code = s["A"], s["code"]
+    c.sql("INSERT INTO nodes (name, gpu_count) VALUES ('rn1', 0), ('rn2', 0) ON CONFLICT DO NOTHING")
+    s["agent"] = c.make_token("agent", node="rn1")
+    for tok in (s["admin"], s["a"], s["b"], s["sub"], s["reader"]):
+        for method, req, path, field, key in [
+            ("ListTenants", A.ListTenantsRequest(page_size=1000), "/v1/tenants?limit=1000", "tenants", "name"),
+            ("ListQuotas", A.ListQuotasRequest(page_size=1000), "/v1/quotas?limit=1000", "quotas", "tenant"),
+            ("ListPriorityClasses", A.ListPriorityClassesRequest(page_size=1000),
+             "/v1/priority-classes?limit=1000", "classes", "name"),
+            ("ListTokens", A.ListTokensRequest(page_size=1000), "/v1/tokens?limit=1000", "tokens", "id"),
+            ("ListNodes", A.ListNodesRequest(page_size=1000), "/v1/nodes?limit=1000", "nodes", "name"),
+        ]:
+            st, _, b = _api(c, "GET", path, None, token=tok)
+            check_eq(st, 200, path, b)
+            r = call(method, req, tok)
+            check_eq([getattr(x, key) for x in getattr(r, field)], [x[key] for x in b["items"]], method)
+        for name in ("ta", "tsub", "tb", "root"):
+            st, _, b = _api(c, "GET", "/v1/tenants/" + name, None, token=tok)
+            if st == 200:
+                check_eq(call("GetTenant", A.GetTenantRequest(name=name), tok).path, b["path"], name)
+                q = call("GetTenantQuotas", A.GetTenantQuotasRequest(tenant=name), tok)
+                st, _, qb = _api(c, "GET", "/v1/tenants/%s/quota" % name, None, token=tok)
+                check_eq((st, [x.gpu_model for x in q.quotas]), (200, [x["gpu_model"] for x in qb["items"]]))
+            else:
+                refused(c, code.NOT_FOUND, "GetTenant", A.GetTenantRequest(name=name), tok=tok,
+                        rest=("GET", "/v1/tenants/" + name, None, tok))
+                refused(c, code.NOT_FOUND, "GetTenantQuotas", A.GetTenantQuotasRequest(tenant=name), tok=tok,
+                        rest=("GET", "/v1/tenants/%s/quota" % name, None, tok))
+    # names and ids that cannot exist: NOT_FOUND without the database, the same on both faces
+    for method, req, path in [
+        ("GetTenant", A.GetTenantRequest(name="Not A Name"), "/v1/tenants/Not%20A%20Name"),
+        ("GetTenantQuotas", A.GetTenantQuotasRequest(tenant="x/y"), "/v1/tenants/x%2Fy/quota"),
+        ("GetPriorityClass", A.GetPriorityClassRequest(name="NO!"), "/v1/priority-classes/NO%21"),
+        ("GetToken", A.GetTokenRequest(id=0), "/v1/tokens/0"),
+        ("GetNode", A.GetNodeRequest(name="n" * 300), "/v1/nodes/" + "n" * 300),
+    ]:
+        refused(c, code.NOT_FOUND, method, req, tok=s["a"], rest=("GET", path, None, s["a"]))
+    # another tenant's token is not found to a tenant; an agent reads its own node only
+    tid = call("ListTokens", A.ListTokensRequest(page_size=1000), s["b"]).tokens[0].id
+    refused(c, code.NOT_FOUND, "GetToken", A.GetTokenRequest(id=tid), tok=s["a"],
+            rest=("GET", "/v1/tokens/%d" % tid, None, s["a"]))
+    check_eq(call("GetNode", A.GetNodeRequest(name="rn1"), s["agent"]).name, "rn1")
+    refused(c, code.NOT_FOUND, "GetNode", A.GetNodeRequest(name="rn2"), tok=s["agent"],
+            rest=("GET", "/v1/nodes/rn2", None, s["agent"]))
+
+
+def test_write_keys_same_as_rest(c):
+    """A write's key that cannot exist is refused alike on both faces, before
+    its body (api/ops/ops_admin.c: ops_name_check, ops_node_name_check)."""
+    s = setup(c)
+    A, code = s["A"], s["code"]
+    with unchanged(c, "bad keys"):
+        for method, req, rest in [
+            ("DeleteTenant", A.DeleteTenantRequest(name="Not A Name"), ("DELETE", "/v1/tenants/Not%20A%20Name", None)),
+            ("UpdateTenant", A.UpdateTenantRequest(tenant=A.Tenant(name="x/y", shares=2), update_mask=["shares"]),
+             ("PATCH", "/v1/tenants/x%2Fy", {"shares": 2})),
+            ("SetQuota", A.SetQuotaRequest(quota=A.Quota(tenant="No Such", max_gpus=1)),
+             ("PUT", "/v1/tenants/No%20Such/quota", {"max_gpus": 1})),
+            ("DeleteQuota", A.DeleteQuotaRequest(tenant="No Such"), ("DELETE", "/v1/tenants/No%20Such/quota", None)),
+            ("DeletePriorityClass", A.DeletePriorityClassRequest(name="NO!"), ("DELETE", "/v1/priority-classes/NO%21", None)),
+            ("DrainNode", A.DrainNodeRequest(name="n" * 300, reason="x"),
+             ("POST", "/v1/nodes/%s/drain" % ("n" * 300), {"reason": "x"})),
+            ("ResumeNode", A.ResumeNodeRequest(name="n" * 300), ("POST", "/v1/nodes/%s/resume" % ("n" * 300), None)),
+        ]:
+            refused(c, code.NOT_FOUND, method, req, rest=rest)
+    # a key that may exist but does not: the store's NOT_FOUND, alike
+    refused(c, code.NOT_FOUND, "DrainNode", A.DrainNodeRequest(name="nosuchnode"),
+            rest=("POST", "/v1/nodes/nosuchnode/drain", {}))
+
+
 def test_bad_bytes(c):
     s = setup(c)
     A, code = s["A"], s["code"]

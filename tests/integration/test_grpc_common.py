@@ -50,7 +50,7 @@ def load():
                     "--python_out=" + out, "--grpc_python_out=" + out]
                    + protos + ["muster_health/health.proto"], check=True)
     sys.path.insert(0, out)
-    for name in ("jobs", "admin", "agent"):
+    for name in ("jobs", "admin", "sched", "agent"):
         PB[name] = importlib.import_module("muster.v1.%s_pb2" % name)
         PB[name + "_grpc"] = importlib.import_module("muster.v1.%s_pb2_grpc" % name)
     PB["health"] = importlib.import_module("muster_health.health_pb2")

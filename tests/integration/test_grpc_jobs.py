@@ -34,6 +34,7 @@ def setup(c):
     S["ch"] = ch
     S["jobs"] = pb["jobs_grpc"].JobServiceStub(ch)
     S["admin_svc"] = pb["admin_grpc"].AdminServiceStub(ch)
+    S["sched"] = pb["sched_grpc"].SchedulerServiceStub(ch)
     S["health"] = pb["health_grpc"].HealthStub(ch)
     return S
 
@@ -129,6 +130,188 @@ def test_idempotency(c):
     expect_code(s["grpc"].StatusCode.ALREADY_EXISTS, submit, s["a"], name="other", idempotency_key="k-123")
 
 
+def test_idempotency_key_rule(c):
+    """One key rule on both faces (api/ops/ops_submit.c): 1..255 printable
+    ASCII, a space inside allowed, none at either end."""
+    s = setup(c)
+    code = s["grpc"].StatusCode
+    body = {"tenant": "ga", "nodes": 1, "gpus_per_node": 1, "command": ["x"]}
+    st, _, j1 = c.api("POST", "/v1/jobs", body, token=s["a"], headers={"Idempotency-Key": "rest key 1"})
+    check_eq(st, 201, j1)
+    st, h, j2 = c.api("POST", "/v1/jobs", body, token=s["a"], headers={"Idempotency-Key": "rest key 1"})
+    check_eq((st, j2["id"]), (200, j1["id"]), j2)
+    r1 = submit(s["a"], name="spaced", idempotency_key="grpc key 1")
+    r2 = submit(s["a"], name="spaced", idempotency_key="grpc key 1")
+    check_eq((r2.job.id, r2.replayed), (r1.job.id, True))
+    for key in (" lead", "trail ", "tab\tin", "k" * 256, "\u00e9t\u00e9"):
+        e = expect_code(code.INVALID_ARGUMENT, submit, s["a"], idempotency_key=key)
+        check_eq(dict(e.trailing_metadata()).get("muster-field"), "idempotency_key", key)
+    for key in ("tab\tin", "k" * 256):
+        st, _, p = c.api("POST", "/v1/jobs", body, token=s["a"], headers={"Idempotency-Key": key})
+        check_eq((st, p.get("field")), (400, "Idempotency-Key"), (key, p))
+
+
+def trailer(e, k):
+    return dict(e.trailing_metadata() or ()).get(k)
+
+
+def same_refusal(c, s, tok, rest, fn, req):
+    """The REST call and the gRPC call are refused alike: the same problem
+    slug (trailer muster-error) and field (muster-field)."""
+    st, _, p = c.api(*rest, token=tok)
+    check(st >= 400, rest, st, p)
+    try:
+        r = fn(req, metadata=md(tok), timeout=10)
+    except s["grpc"].RpcError as e:
+        check_eq((trailer(e, "muster-error"), trailer(e, "muster-field")),
+                 (p["type"].rsplit("/", 1)[-1], p.get("field") or None), rest, p, e.details())
+        return st, e.code()
+    raise harness.CheckFailed("gRPC answered what REST refused (%d %r): %r" % (st, p, r))
+
+
+def test_scheduler_service(c):
+    """SchedulerService answers what REST answers (the same api/ops/ops_sched.c
+    underneath), with the same scope: another tenant's job is NOT_FOUND to
+    Explain, another tenant's usage and fair share are not shown."""
+    s = setup(c)
+    X = s["pb"]["sched"]
+    code = s["grpc"].StatusCode
+    sv = s["sched"]
+    ja = submit(s["a"], name="explain-me").job.id
+    jb = submit(s["b"], name="other-tenant").job.id
+    # usage: one finished run per tenant
+    for jid, tenant, user, secs in ((ja, "ga", "alice", 1800), (jb, "gb", "bob", 900)):
+        run = c.sql_value("INSERT INTO runs (job_id, attempt, epoch, state, live, nodes, gpus_per_node,"
+                          " time_limit, started_at, ended_at) VALUES ($1, 1, 0, 'COMPLETED', false, 1, 2,"
+                          " 3600, now() - make_interval(secs => $2::int), now()) RETURNING id", jid, secs)
+        c.sql("INSERT INTO usage_records (run_id, job_id, tenant_id, user_name, gpus, started_at, ended_at,"
+              " gpu_seconds) SELECT $1, $2, id, $3, 2, now() - make_interval(secs => $4::int), now(),"
+              " 2 * $4::int FROM tenants WHERE name = $5", run, jid, user, secs, tenant)
+
+    def explain_eq(tok, jid):
+        st, _, e = c.api("GET", "/v1/jobs/%d/explain" % jid, token=tok)
+        check_eq(st, 200, e)
+        g = sv.Explain(X.ExplainRequest(job_id=jid), metadata=md(tok), timeout=10)
+        check_eq((g.job_id, g.state, g.pending_reason or None, g.message, g.planned_start or None),
+                 (e["job_id"], e["state"], e["pending_reason"], e["message"], e["planned_start"]), e)
+        check_eq([(b.kind, b.job_id or None, b.message) for b in g.blockers],
+                 [(b["kind"], b["job_id"], b["message"]) for b in e["blockers"]], e)
+    explain_eq(s["a"], ja)
+    explain_eq(s["reader"], ja)
+    explain_eq(s["admin"], jb)
+    # another tenant's job, and one that does not exist: NOT_FOUND, as REST's 404
+    for tok, jid in ((s["b"], ja), (s["a"], jb), (s["reader"], jb), (s["a"], 99999999), (s["a"], 0)):
+        st, gc = same_refusal(c, s, tok, ("GET", "/v1/jobs/%d/explain" % jid), sv.Explain,
+                              X.ExplainRequest(job_id=jid))
+        check_eq((st, gc), (404, code.NOT_FOUND), jid)
+
+    # usage, per tenant and per user, in the caller's scope
+    win = "from=2020-01-01T00:00:00Z&to=2100-01-01T00:00:00Z"
+    for tok, g, want in ((s["a"], "user", {"ga"}), (s["b"], "tenant", {"gb"}), (s["reader"], "", {"ga"}),
+                         (s["admin"], "user", None)):
+        st, _, u = c.api("GET", "/v1/usage?%s%s" % (win, "&group_by=" + g if g else ""), token=tok)
+        check_eq(st, 200, u)
+        r = sv.Usage(X.UsageRequest(**{"from": "2020-01-01T00:00:00Z", "to": "2100-01-01T00:00:00Z",
+                                       "group_by": g}), metadata=md(tok), timeout=10)
+        check_eq((r.__getattribute__("from"), r.to, r.group_by), (u["from"], u["to"], u["group_by"]), u)
+        check_eq([(x.tenant, x.user or None, x.gpu_seconds, x.gpu_hours, x.runs) for x in r.items],
+                 [(x["tenant"], x["user"], x["gpu_seconds"], x["gpu_hours"], x["runs"]) for x in u["items"]], u)
+        if want is not None:
+            check_eq({x.tenant for x in r.items}, want, "usage outside the caller's scope", r)
+        else:
+            check({"ga", "gb"} <= {x.tenant for x in r.items}, r)
+    for q, req in (("from=yesterday", X.UsageRequest(**{"from": "yesterday"})),
+                   ("to=2026-1", X.UsageRequest(to="2026-1")),
+                   ("group_by=node", X.UsageRequest(group_by="node"))):
+        st, gc = same_refusal(c, s, s["a"], ("GET", "/v1/usage?" + q), sv.Usage, req)
+        check_eq((st, gc), (400, code.INVALID_ARGUMENT), q)
+
+    # fair share: the caller's subtree
+    for tok, want in ((s["a"], {"ga"}), (s["b"], {"gb"}), (s["admin"], None)):
+        st, _, f = c.api("GET", "/v1/fairshare", token=tok)
+        check_eq(st, 200, f)
+        r = sv.FairShare(X.FairShareRequest(), metadata=md(tok), timeout=10)
+        inf = float("inf")
+        check_eq([(x.tenant, x.user or None, x.path, x.shares, x.norm_shares, x.raw_usage, x.decayed_usage,
+                   x.norm_usage, None if x.level_fs == inf else x.level_fs, x.fairshare) for x in r.items],
+                 [(x["tenant"], x["user"], x["path"], x["shares"], x["norm_shares"], x["raw_usage"],
+                   x["decayed_usage"], x["norm_usage"], x["level_fs"], x["fairshare"]) for x in f["items"]], f)
+        if want is not None:
+            check_eq({x.tenant for x in r.items}, want, r)
+            check(any(x.user == ("alice" if want == {"ga"} else "bob") for x in r.items), r)
+
+    # dry-run: the submit's rules, nothing written
+    n0 = c.sql_value("SELECT count(*) FROM jobs")
+    body = {"nodes": 1, "gpus_per_node": 2, "command": ["x"]}
+    st, _, d = c.api("POST", "/v1/jobs/dry-run", body, token=s["a"])
+    check_eq(st, 200, d)
+    r = sv.DryRun(X.DryRunRequest(job=spec(nodes=1, gpus_per_node=2, command=["x"])), metadata=md(s["a"]),
+                  timeout=10)
+    check_eq((r.feasible, r.pending_reason or None, r.message), (d["feasible"], d["pending_reason"], d["message"]), d)
+    check_eq(bool(r.planned_start), d["planned_start"] is not None, d)
+    check_eq(c.sql_value("SELECT count(*) FROM jobs"), n0, "a dry-run writes nothing")
+    J = s["pb"]["jobs"]
+    for body, sp, tok in (({"nodes": 1, "gpus_per_node": 65, "command": ["x"]}, spec(gpus_per_node=65), s["a"]),
+                          ({"tenant": "ga", "nodes": 1, "gpus_per_node": 2, "command": ["x"]}, spec(tenant="ga"), s["b"]),
+                          ({"user": "mallory", "nodes": 1, "gpus_per_node": 2, "command": ["x"]}, spec(user="mallory"), s["a"]),
+                          ({"nodes": 1, "gpus_per_node": 2, "command": ["x"], "priority_class": "nope"}, spec(priority_class="nope"),
+                           s["a"]),
+                          ({"nodes": 1, "gpus_per_node": 2, "command": ["x"], "dependencies": [{"type": "afterok", "job_id": jb}]},
+                           spec(dependencies=[J.Dependency(type="afterok", job_id=jb)]), s["a"])):
+        same_refusal(c, s, tok, ("POST", "/v1/jobs/dry-run", body), sv.DryRun, X.DryRunRequest(job=sp))
+    # roles: a reader may not dry-run (writers only, as REST)
+    expect_code(code.PERMISSION_DENIED, sv.DryRun, X.DryRunRequest(job=spec()), metadata=md(s["reader"]),
+                timeout=10)
+    expect_code(code.UNAUTHENTICATED, sv.Usage, X.UsageRequest(), timeout=10)
+    # the scheduler's status: the same for every reader
+    for tok in (s["reader"], s["a"], s["admin"]):
+        st, _, w = c.api("GET", "/v1/scheduler", token=tok)
+        check_eq(st, 200, w)
+        g = sv.GetStatus(X.GetStatusRequest(), metadata=md(tok), timeout=10)
+        lc = w["last_cycle"]
+        check_eq((g.leader or None, g.epoch, g.lease_expires_at or None, g.HasField("last_cycle")),
+                 (w["leader"], w["epoch"], w["lease_expires_at"], lc is not None), w)
+        if lc is not None:
+            check_eq((g.last_cycle.at, g.last_cycle.duration_ms, g.last_cycle.pending, g.last_cycle.started,
+                      g.last_cycle.preempted),
+                     (lc["at"], lc["duration_ms"], lc["pending"], lc["started"], lc["preempted"]), w)
+    H = s["pb"]["health"]
+    h = s["health"].Check(H.HealthCheckRequest(service="muster.v1.SchedulerService"), timeout=10)
+    check_eq(h.status, H.HealthCheckResponse.SERVING)
+
+
+def test_id_that_names_nothing(c):
+    """A job id below 1 names no job on either face: NOT_FOUND / 404, no
+    field (ops_job_id_check; REST's is a path id), before the rest of the
+    request is looked at (a bad if_match too)."""
+    s = setup(c)
+    J = s["pb"]["jobs"]
+    for method, req, rest in (
+            ("Get", J.GetJobRequest(job_id=0), ("GET", "/v1/jobs/0")),
+            ("Cancel", J.CancelJobRequest(job_id=-3), ("POST", "/v1/jobs/0/cancel", {})),
+            ("Hold", J.JobControlRequest(job_id=0, if_match="junk"), ("POST", "/v1/jobs/0/hold", {})),
+            ("Update", J.UpdateJobRequest(job_id=0, if_match="junk", update_mask=["name"]),
+             ("PATCH", "/v1/jobs/0", {"name": "x"}))):
+        st, gc = same_refusal(c, s, s["a"], rest, getattr(s["jobs"], method), req)
+        check_eq((st, gc), (404, s["grpc"].StatusCode.NOT_FOUND), method)
+
+
+def test_page_size_rule(c):
+    """One page-size range and message on both faces (codec_limit_range):
+    REST's `limit`, gRPC's `page_size`."""
+    s = setup(c)
+    J = s["pb"]["jobs"]
+    A = s["pb"]["admin"]
+    for n in (1001, 5000, -1):
+        st, _, p = c.api("GET", "/v1/jobs?limit=%d" % n if n > 0 else "/v1/tenants?limit=0", token=s["a"])
+        check_eq((st, p["field"]), (400, "limit"), p)
+        for fn, req in ((s["jobs"].List, J.ListJobsRequest(page_size=n)),
+                        (s["admin_svc"].ListTenants, A.ListTenantsRequest(page_size=n))):
+            e = expect_code(s["grpc"].StatusCode.INVALID_ARGUMENT, fn, req, metadata=md(s["a"]), timeout=10)
+            check_eq(trailer(e, "muster-field"), "page_size", e.details())
+            check(e.details().endswith(p["detail"]), e.details(), p)
+
+
 def test_auth(c):
     s = setup(c)
     J = s["pb"]["jobs"]
@@ -177,7 +360,7 @@ def test_bad_input(c):
         e = expect_code(code.INVALID_ARGUMENT, submit, s["a"], **kw)
         check(field in e.details() or field in dict(e.trailing_metadata()).get("muster-field", ""),
               kw, e.details())
-    expect_code(code.INVALID_ARGUMENT, submit, s["a"], idempotency_key="has space")
+    expect_code(code.INVALID_ARGUMENT, submit, s["a"], idempotency_key=" has space")
     expect_code(code.INVALID_ARGUMENT, s["jobs"].List, J.ListJobsRequest(page_size=5000),
                 metadata=md(s["a"]), timeout=10)
     expect_code(code.INVALID_ARGUMENT, s["jobs"].List, J.ListJobsRequest(states=["SLEEPING"]),

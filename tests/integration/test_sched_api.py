@@ -39,6 +39,13 @@ def test_scheduler_status(c):
     check_eq(b["epoch"], lease(c)["epoch"])
     check(b["last_cycle"] and b["last_cycle"]["duration_ms"] >= 0, b)
     check(b["lease_expires_at"], b)
+    # gRPC's SchedulerService.GetStatus is the same operation (api/ops/ops_sched.c)
+    import test_grpc_common as g
+    pb = g.load()
+    r = pb["sched_grpc"].SchedulerServiceStub(g.channel(c)).GetStatus(
+        pb["sched"].GetStatusRequest(), metadata=g.md(c.admin_token), timeout=10)
+    check_eq((r.leader, r.epoch, r.HasField("last_cycle")), (b["leader"], b["epoch"], True), r)
+    check(r.last_cycle.duration_ms >= 0 and r.last_cycle.at and r.lease_expires_at, r)
 
 
 def test_submit_to_assigned_latency(c):
