@@ -196,19 +196,61 @@ static const struct store_sched_class *class_of(const struct store_sched_snap *d
 	return NULL;
 }
 
-static void add_user(struct ukey **u, size_t *n, size_t *cap, int tenant, const char *name)
+/* The distinct (tenant, user) pairs seen, collected through an open
+ * addressing set: 150k jobs name a few hundred users, and sorting all
+ * 150k pairs (strcmp each) was most of the snapshot build. */
+struct uset {
+	struct ukey *u; /* the distinct pairs, in the order first seen */
+	size_t n, cap;
+	uint32_t *slot; /* index into u + 1; 0 = empty */
+	size_t nslot;   /* a power of two, at least twice n */
+};
+
+static size_t ukey_slot(const struct uset *s, int tenant, const char *name)
 {
+	uint64_t h = UINT64_C(14695981039346656037) ^ (uint64_t)(uint32_t)tenant;
+	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+		h = (h ^ *c) * UINT64_C(1099511628211);
+	return (size_t)(h ^ (h >> 29)) & (s->nslot - 1);
+}
+
+static void uset_rehash(struct uset *s)
+{
+	s->nslot = s->nslot ? s->nslot * 2 : 1024;
+	mu_free(s->slot);
+	s->slot = mu_calloc(s->nslot, sizeof(*s->slot));
+	for (size_t k = 0; k < s->n; k++) {
+		size_t i = ukey_slot(s, s->u[k].tenant, s->u[k].name);
+		while (s->slot[i])
+			i = (i + 1) & (s->nslot - 1);
+		s->slot[i] = (uint32_t)k + 1;
+	}
+}
+
+static void add_user(struct uset *s, int tenant, const char *name)
+{
+	size_t i;
+
 	if (tenant < 0)
 		return;
-	*u = mu_grow(*u, cap, *n + 1, sizeof(**u));
-	(*u)[(*n)++] = (struct ukey){ tenant, name ? name : "", 0 };
+	name = name ? name : "";
+	if ((s->n + 1) * 2 > s->nslot)
+		uset_rehash(s);
+	for (i = ukey_slot(s, tenant, name); s->slot[i]; i = (i + 1) & (s->nslot - 1)) {
+		const struct ukey *x = &s->u[s->slot[i] - 1];
+		if (x->tenant == tenant && !strcmp(x->name, name))
+			return;
+	}
+	s->u = mu_grow(s->u, &s->cap, s->n + 1, sizeof(*s->u));
+	s->u[s->n++] = (struct ukey){ tenant, name, 0 };
+	s->slot[i] = (uint32_t)s->n;
 }
 
 int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_snap *s, struct mu_error *err)
 {
 	struct snap_priv *p = mu_calloc(1, sizeof(*p));
 	struct sched_snapshot *c = &s->core;
-	size_t ucap = 0, nu = 0, ndeps = 0;
+	size_t nu = 0, ndeps = 0;
 	int ret = 0;
 
 	memset(s, 0, sizeof(*s));
@@ -273,25 +315,22 @@ int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_sna
 	}
 	c->tenants = s->tenants;
 
-	/* users: every (tenant, user) seen in jobs, runs and usage */
-	for (size_t i = 0; i < db->njobs; i++)
-		add_user(&p->users, &nu, &ucap, lookup(p->tenants, db->ntenants, db->jobs[i].tenant_id),
-			 db->jobs[i].user);
-	for (size_t i = 0; i < db->nruns; i++)
-		add_user(&p->users, &nu, &ucap, lookup(p->tenants, db->ntenants, db->runs[i].tenant_id),
-			 db->runs[i].user);
-	for (size_t i = 0; i < db->nusage; i++)
-		if (db->usage[i].user[0])
-			add_user(&p->users, &nu, &ucap, lookup(p->tenants, db->ntenants, db->usage[i].tenant_id),
-				 db->usage[i].user);
-	if (nu)
-		qsort(p->users, nu, sizeof(*p->users), cmp_ukey);
+	/* users: every (tenant, user) seen in jobs, runs and usage, in order */
 	{
-		size_t w = 0;
-		for (size_t i = 0; i < nu; i++)
-			if (w == 0 || cmp_ukey(&p->users[i], &p->users[w - 1]))
-				p->users[w++] = p->users[i];
-		nu = w;
+		struct uset us = { 0 };
+		for (size_t i = 0; i < db->njobs; i++)
+			add_user(&us, lookup(p->tenants, db->ntenants, db->jobs[i].tenant_id), db->jobs[i].user);
+		for (size_t i = 0; i < db->nruns; i++)
+			add_user(&us, lookup(p->tenants, db->ntenants, db->runs[i].tenant_id), db->runs[i].user);
+		for (size_t i = 0; i < db->nusage; i++)
+			if (db->usage[i].user[0])
+				add_user(&us, lookup(p->tenants, db->ntenants, db->usage[i].tenant_id),
+					 db->usage[i].user);
+		mu_free(us.slot);
+		p->users = us.u;
+		nu = us.n;
+		if (nu)
+			qsort(p->users, nu, sizeof(*p->users), cmp_ukey);
 	}
 	p->nusers = nu;
 	s->users = mu_calloc(nu + 1, sizeof(*s->users));

@@ -82,6 +82,13 @@ static bool plan_moves(struct scheduler_keep *k, const struct sched_snapshot *s,
 
 	if (!k)
 		return true;
+	if (started || d->npreempt || d->nfail_runs || d->nfail_jobs || d->nshrinks) {
+		/* These writes change the next cycle's snapshot (a job becomes a
+		 * run, a run stops or shrinks): it cannot be this one, so its
+		 * fingerprint (a walk of every job, run and node) is not needed. */
+		k->have_fingerprint = false;
+		return true;
+	}
 	fp = plan_snapshot_fingerprint(s);
 	moved = started || changed || d->nstarts || d->npending || d->npreempt || d->nfail_runs || d->nfail_jobs ||
 		d->nshrinks || !k->have_fingerprint || fp != k->fingerprint;
@@ -102,7 +109,7 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 	struct sched_decisions *dec = o->keep ? &o->keep->dec : &local;
 	struct scheduler_decisions out = { 0 };
 	int down = 0, timeouts = 0, expired = 0, ended = 0, running = 0, started = 0, due = 0;
-	double t0 = scheduler_now_ms(), t1, t2, t3;
+	double t0 = scheduler_now_ms(), t1, t2, t3, tb, th, tc, tl, ta;
 	int ret;
 
 	sched_decisions_init(&local);
@@ -151,20 +158,25 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 	ret = scheduler_snap_build(dbp, &snap, err);
 	if (ret)
 		goto out_rollback;
+	tb = scheduler_now_ms();
 	if (o->keep)
 		snap.core.delta = keep_hint(o->keep, &snap.core);
+	th = scheduler_now_ms();
 	if (sched_cycle(&snap.core, dec)) {
 		ret = mu_error_set(err, MU_EINTERNAL, "", "policy core refused the snapshot: %s", dec->error);
 		goto out_rollback;
 	}
+	tc = scheduler_now_ms();
 	scheduler_decisions_from_core(&snap, dec, &out);
 	if (out.dropped)
 		mu_err("epoch=%" PRId64 " policy core granted %zu starts short of GPUs; not written", epoch,
 		       out.dropped);
 	t3 = scheduler_now_ms();
 	ret = o->keep ? store_sched_keep_lock_pending(c, o->keep->db, &out.db, err) : 0;
+	tl = scheduler_now_ms();
 	if (!ret)
 		ret = store_sched_apply(c, epoch, &out.db, &started, err);
+	ta = scheduler_now_ms();
 	if (!ret && o->keep)
 		ret = store_sched_keep_note_pending(c, o->keep->db, &out.db, err);
 	/* the plan dry-runs answer from (service/plan) is this one now */
@@ -197,12 +209,13 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 	mu_log(lv, "epoch=%" PRId64 " cycle: started=%d ended=%d preempted=%zu node_fail=%zu shrunk=%zu"
 			" timeouts=%d stop_expired=%d nodes_down=%d failed=%zu pending=%d running=%d"
 			" reasons=%zu load_ms=%.1f core_ms=%.1f write_ms=%.1f total_ms=%.1f hint=%s"
-			" load=%s changed_jobs=%zu changed_runs=%zu changed_nodes=%zu",
+			" load=%s changed_jobs=%zu changed_runs=%zu changed_nodes=%zu"
+			" phases: build=%.1f hint=%.1f sched=%.1f map=%.1f lock=%.1f apply=%.1f note+bump=%.1f",
 			epoch, started, ended, out.db.npreempt, out.db.nfail_runs, out.db.nshrinks, timeouts,
 			expired, down, out.db.nfail_jobs,
 			st->pending, st->running, out.db.npending, st->load_ms, t3 - t2, st->commit_ms, st->cycle_ms,
 			snap.core.delta ? "yes" : "no", ks.whole ? (ks.why ? ks.why : "whole") : "changes", ks.jobs,
-			ks.runs, ks.nodes);
+			ks.runs, ks.nodes, tb - t2, th - tb, tc - th, t3 - tc, tl - t3, ta - tl, st->commit_ms - (ta - t3));
 	goto out;
 out_rollback:
 	store_sched_cycle_rollback(c);
