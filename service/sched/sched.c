@@ -1198,7 +1198,15 @@ static void run_jobs(struct cyc *c)
 		c->runtime[c->order[i]] = sched_job_runtime(s, &s->jobs[c->order[i]]);
 		c->rank[c->order[i]] = i;
 	}
-	bool sjf_done = !s->settings.predict;
+	/*
+	 * With predictions, the submit-order policies (fcfs, easy, conservative)
+	 * backfill shortest-predicted first (the SC'15 study's EASY-SJBF). The
+	 * multifactor order keeps its own order for backfill: its expansion
+	 * factor already puts short jobs first and ages them, while a re-sort by
+	 * predicted runtime alone starves short jobs whose users' last runs were
+	 * long (docs/scheduling.md, "Schedule quality").
+	 */
+	bool sjf_done = !s->settings.predict || s->settings.order == SCHED_ORDER_MULTIFACTOR;
 	bool blocked = false;
 	bool guard = false; /* a starved job holds a reservation: backfill behind it by limits */
 	for (size_t oi = 0; oi < nj; oi++) {
