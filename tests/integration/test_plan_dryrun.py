@@ -160,9 +160,20 @@ def test_quiet_cycles_keep_the_generation(c):
     sql(c, "UPDATE jobs SET state = 'CANCELLED', ended_at = now() WHERE state = 'PENDING';"
            " NOTIFY muster_sched, 'node:x'")
     c.wait_until(lambda: int(val(c, "SELECT count(*) FROM jobs WHERE state = 'PENDING'")) == 0, 10, "no pending")
-    n0 = lease(c)["cycles"]
-    c.wait_until(lambda: lease(c)["cycles"] > n0, 10, "a cycle after the cancel")
-    g = int(val(c, "SELECT generation FROM plan_generation"))
+    # Settle: the cycle that saw the cancel may have started before it, so
+    # wait for one whole cycle that leaves the generation where it found it.
+    settled = []
+
+    def one_cycle_same():
+        g0 = int(val(c, "SELECT generation FROM plan_generation"))
+        for _ in range(2):  # the first may have been under way already
+            n = lease(c)["cycles"]
+            sql(c, "NOTIFY muster_sched, 'node:x'")
+            c.wait_until(lambda: lease(c)["cycles"] > n, 10, "a woken cycle after the cancel")
+        settled[:] = [g0]
+        return int(val(c, "SELECT generation FROM plan_generation")) == g0
+    c.wait_until(one_cycle_same, 30, "the generation settles after the cancel")
+    g = settled[0]
     n1 = lease(c)["cycles"]
     for _ in range(3):
         n = lease(c)["cycles"]
