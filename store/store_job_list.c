@@ -35,17 +35,29 @@ int store_job_list(PGconn *c, struct mu_arena *a, const char *scope,
 		   const struct store_job_filter *f, struct store_job_page *out,
 		   struct mu_error *err)
 {
+	/* The page's ids first, from jobs alone (the tenant conditions as
+	 * semi-joins a NULL parameter folds away), then the columns of those
+	 * ids only, whatever plan the filter gets. Measured at 20,000 jobs, a
+	 * page of 1,000: a plain join of jobs and tenants sorted every match
+	 * with its columns formatted when the table had no statistics yet (just
+	 * after a big batch, before autovacuum's analyze; 30-35 ms) and for a
+	 * tenant's scope even with them (39-42 ms); this way 3-4 ms with
+	 * statistics, 7-8 ms without. */
 	static const char page_sql[] =
 		JOB_FROM
-		" WHERE j.id > $1::bigint AND " IN_SCOPE("$2")
+		" WHERE j.id = ANY(ARRAY(SELECT j.id FROM jobs j WHERE j.id > $1::bigint"
+		"   AND ($2::text IS NULL OR j.tenant_id IN (SELECT id FROM tenants WHERE "
+		IN_SCOPE_OF("path", "$2") "))"
 		"   AND ($3::text[] IS NULL OR j.state = ANY($3::text[]))"
-		"   AND ($4::text IS NULL OR EXISTS (SELECT 1 FROM tenants f WHERE f.name = $4"
-		"        AND (t.path = f.path OR starts_with(t.path, f.path || '/'))))"
+		"   AND ($4::text IS NULL OR j.tenant_id IN (SELECT t.id FROM tenants t"
+		"        JOIN tenants f ON f.name = $4"
+		"        WHERE t.path = f.path OR starts_with(t.path, f.path || '/')))"
 		"   AND ($5::text IS NULL OR j.user_name = $5)"
 		"   AND ($6::jsonb IS NULL OR j.labels @> $6::jsonb)"
 		"   AND ($8::bigint IS NULL OR j.array_job_id = $8::bigint)"
 		"   AND ($9::int IS NULL OR j.array_task_id = $9::int)"
-		" ORDER BY j.id LIMIT $7::int";
+		"   ORDER BY j.id LIMIT $7::int))"
+		" ORDER BY j.id";
 	char after[24], lim[16], arr[24], task[16];
 	struct mu_buf states = MU_BUF_INIT, sql = MU_BUF_INIT;
 	const char *p[9];
