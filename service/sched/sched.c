@@ -788,12 +788,17 @@ static void commit_start(struct cyc *c, size_t ji, const struct sched_alloc *a, 
 	for (size_t k = 0; k < na; k++) {
 		int n = a[k].node;
 		int before = sched__pc(c->freemask[n]);
-		if (c->inc)
-			sched__inc_touch(c, n);
 		c->freemask[n] &= ~a[k].gpus;
-		sched__bucket_move(c, n, before, sched__pc(c->freemask[n]));
+		if (c->inc) { /* batched: a wide gang's nodes come in runs */
+			sched__inc_touch(c, n);
+			sched__inc_move(c->inc, n, before, sched__pc(c->freemask[n]));
+		} else {
+			sched__bucket_move(c, n, before, sched__pc(c->freemask[n]));
+		}
 	}
-	sched__add_crel_n(c, c->now + runtime, a, na, -1);
+	if (c->inc)
+		sched__inc_flush(c->inc);
+	sched__add_crel_n(c, c->now + runtime, st->alloc, na, -1);
 	tenant_add(c, j->tenant, (int64_t)na * j->gpus_per_node, 1);
 	sched__quota_started(c, j, a, na, c->now + runtime);
 }

@@ -160,6 +160,43 @@ void sched__inc_bucket(struct inc *in, int n, int from, int to)
 	}
 }
 
+/* Flips bits [lo, hi) of w (hi > lo). */
+static void xor_range(uint64_t *w, size_t lo, size_t hi)
+{
+	size_t a = lo / 64, b = (hi - 1) / 64;
+	uint64_t ma = ~(uint64_t)0 << (lo % 64), mb = ~(uint64_t)0 >> (63 - (hi - 1) % 64);
+	if (a == b) {
+		w[a] ^= ma & mb;
+		return;
+	}
+	w[a] ^= ma;
+	for (size_t i = a + 1; i < b; i++)
+		w[i] = ~w[i];
+	w[b] ^= mb;
+}
+
+/*
+ * A node is in exactly one bucket per row, so a move clears a set bit and
+ * sets a clear one: both flips, which is why a run of moves is two range
+ * flips per row whatever the order.
+ */
+void sched__inc_flush(struct inc *in)
+{
+	struct bmove *m = &in->bmv;
+	if (!m->len)
+		return;
+	int rows[2] = { m->row, in->nmodels };
+	size_t lo = (size_t)m->n0, hi = lo + (size_t)m->len;
+	for (int i = 0; i < 2; i++) {
+		size_t b = (size_t)rows[i] * 65;
+		in->cnt[b + (size_t)m->from] -= m->len;
+		in->cnt[b + (size_t)m->to] += m->len;
+		xor_range(&in->bm[(b + (size_t)m->from) * in->nw], lo, hi);
+		xor_range(&in->bm[(b + (size_t)m->to) * in->nw], lo, hi);
+	}
+	m->len = 0;
+}
+
 static const char *model_of(const struct sched_node *x)
 {
 	return x->gpu_model ? x->gpu_model : "";
@@ -306,7 +343,7 @@ static bool node_odd(const struct inc *in, int n)
 }
 
 /* A run's part on node n comes (d = 1) or goes (-1): the counts whole-node sweeps rely on. */
-static void own(struct inc *in, int n, int d)
+static inline void own(struct inc *in, int n, int d)
 {
 	bool odd = node_odd(in, n);
 	in->nshare -= in->nown[n] >= 2;
@@ -336,8 +373,6 @@ static bool run_add(struct inc *in, const struct sched_run *r, bool sorted, int6
 	}
 	struct islot *x = &in->slot[k];
 	int g = 0;
-	for (size_t a = 0; a < r->nalloc; a++)
-		g += sched__pc(r->alloc[a].gpus);
 	if (x->cap_alloc < r->nalloc + 1) { /* slots are reused: so is their copy */
 		free(x->alloc);
 		x->cap_alloc = r->nalloc + 1;
@@ -350,6 +385,7 @@ static bool run_add(struct inc *in, const struct sched_run *r, bool sorted, int6
 	x->wgen = 0;
 	for (size_t a = 0; a < r->nalloc; a++)
 		if (r->alloc[a].gpus) {
+			g += sched__pc(r->alloc[a].gpus);
 			own(in, r->alloc[a].node, +1);
 			x->whole = x->whole && r->alloc[a].gpus == full_mask(in, r->alloc[a].node);
 		}
@@ -627,14 +663,7 @@ static int apply(struct cyc *c, struct inc *in)
 		}
 		bool odd = node_odd(in, n);
 		if (in->up[n] && up) {
-			int from = sched__pc(in->freemask[n]), to = sched__pc(fm);
-			if (from != to) {
-				in->cnt[in->model[n] * 65 + from]--;
-				in->cnt[in->model[n] * 65 + to]++;
-				in->cnt[in->nmodels * 65 + from]--;
-				in->cnt[in->nmodels * 65 + to]++;
-				sched__inc_bucket(in, n, from, to);
-			}
+			sched__inc_move(in, n, sched__pc(in->freemask[n]), sched__pc(fm));
 		} else {
 			if (in->up[n])
 				bucket(in, n, sched__pc(in->freemask[n]), -1);
@@ -649,6 +678,7 @@ static int apply(struct cyc *c, struct inc *in)
 		in->bad[n] = node_bad(x);
 		in->nbad += in->bad[n];
 	}
+	sched__inc_flush(in);
 	for (size_t i = 0; i < d->nremoved; i++)
 		if (!run_del(in, d->removed[i]))
 			return 1;
@@ -754,13 +784,12 @@ void sched__inc_end(struct cyc *c)
 	for (size_t i = 0; i < in->ntouched; i++) {
 		int n = in->touched[i];
 		uint64_t fm = in->avail[n] & ~s->nodes[n].used;
-		if (in->up[n]) {
-			bucket(in, n, sched__pc(in->freemask[n]), -1);
-			bucket(in, n, sched__pc(fm), +1);
-		}
+		if (in->up[n])
+			sched__inc_move(in, n, sched__pc(in->freemask[n]), sched__pc(fm));
 		in->freemask[n] = fm;
 		in->tflag[n] = false;
 	}
+	sched__inc_flush(in);
 	in->ntouched = 0;
 	for (size_t i = 0; i < c->nresv; i++)
 		in->rhead[c->resv[i].node] = -1;
