@@ -788,9 +788,10 @@ static void commit_start(struct cyc *c, size_t ji, const struct sched_alloc *a, 
 	for (size_t k = 0; k < na; k++) {
 		int n = a[k].node;
 		int before = sched__pc(c->freemask[n]);
+		if (c->inc)
+			sched__inc_touch(c, n);
 		c->freemask[n] &= ~a[k].gpus;
 		if (c->inc) { /* batched: a wide gang's nodes come in runs */
-			sched__inc_touch(c, n);
 			sched__inc_move(c->inc, n, before, sched__pc(c->freemask[n]));
 		} else {
 			sched__bucket_move(c, n, before, sched__pc(c->freemask[n]));

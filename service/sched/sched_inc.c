@@ -88,6 +88,7 @@ void sched__inc_free(struct inc *in)
 	free(in->sw_list);
 	free(in->mk_stamp);
 	free(in->touched);
+	free(in->tsave);
 	free(in->tflag);
 	for (int i = 0; i < SCR_N; i++)
 		free(in->scr[i]);
@@ -559,6 +560,7 @@ static int build(struct cyc *c, struct inc *in)
 	in->sw_list = sched__xmalloc(ns * sizeof(int));
 	in->mk_stamp = sched__xcalloc(ns, sizeof(uint32_t));
 	in->touched = sched__xmalloc(ns * sizeof(int));
+	in->tsave = sched__xmalloc(ns * sizeof(uint64_t));
 	in->tflag = sched__xcalloc(ns, sizeof(bool));
 	in->neb = sched__xcalloc((size_t)(in->nmodels + 1) * 65, sizeof(struct nebound));
 	in->hom = sched__xmalloc((size_t)(in->nmodels + 1) * sizeof(int));
@@ -589,10 +591,10 @@ static int bad_job(struct cyc *c, const struct sched_job *j, const char *what)
  * the pending jobs, users added since, the listed nodes and the added runs
  * (the tenant tree and existing users' tenants are the same by contract).
  */
+/* The users and jobs of a delta call; its nodes and added runs are checked by apply() as it goes. */
 static int validate_delta(struct cyc *c, const struct inc *in)
 {
 	const struct sched_snapshot *s = c->s;
-	const struct sched_delta *d = s->delta;
 	for (size_t i = in->nusers; i < s->nusers; i++)
 		if (s->users[i].tenant < 0 || (size_t)s->users[i].tenant >= s->ntenants)
 			return bad_delta(c, "user %lld: tenant out of range", (long long)i);
@@ -609,16 +611,30 @@ static int validate_delta(struct cyc *c, const struct inc *in)
 		if (j->topo_required >= s->settings.nlevels || j->topo_preferred >= s->settings.nlevels)
 			return bad_job(c, j, "topology level out of range");
 	}
-	for (size_t i = 0; i < d->nnodes; i++) {
-		if (d->nodes[i] < 0 || (size_t)d->nodes[i] >= s->nnodes)
-			return bad_delta(c, "delta: node index %lld out of range", (long long)d->nodes[i]);
-		const struct sched_node *n = &s->nodes[d->nodes[i]];
-		if (n->gpu_count < 0 || n->gpu_count > SCHED_MAX_GPUS)
-			return bad_delta(c, "node: gpu_count %lld out of range", (long long)n->gpu_count);
-		for (int l = 0; l < s->settings.nlevels; l++)
-			if (n->unit[l] < -1 || (n->unit[l] >= 0 && (size_t)n->unit[l] >= s->nnodes))
-				return bad_delta(c, "node: unit %lld out of range", (long long)n->unit[l]);
-	}
+	return 0;
+}
+
+/* The delta's node i, checked as apply() reaches it (one read of the node for both). */
+static int check_node(struct cyc *c, size_t i)
+{
+	const struct sched_snapshot *s = c->s;
+	const struct sched_delta *d = s->delta;
+	if (d->nodes[i] < 0 || (size_t)d->nodes[i] >= s->nnodes)
+		return bad_delta(c, "delta: node index %lld out of range", (long long)d->nodes[i]);
+	const struct sched_node *n = &s->nodes[d->nodes[i]];
+	if (n->gpu_count < 0 || n->gpu_count > SCHED_MAX_GPUS)
+		return bad_delta(c, "node: gpu_count %lld out of range", (long long)n->gpu_count);
+	for (int l = 0; l < s->settings.nlevels; l++)
+		if (n->unit[l] < -1 || (n->unit[l] >= 0 && (size_t)n->unit[l] >= s->nnodes))
+			return bad_delta(c, "node: unit %lld out of range", (long long)n->unit[l]);
+	return 0;
+}
+
+/* The added runs, checked after the nodes and before the view changes by runs. */
+static int check_added(struct cyc *c)
+{
+	const struct sched_snapshot *s = c->s;
+	const struct sched_delta *d = s->delta;
 	for (size_t i = 0; i < d->nadded; i++) {
 		if (d->added[i] >= s->nruns)
 			return bad_delta(c, "delta: run index %lld out of range", (long long)d->added[i]);
@@ -632,28 +648,43 @@ static int validate_delta(struct cyc *c, const struct inc *in)
 	return 0;
 }
 
-/* 0 applied; 1 rebuild from the snapshot; 2 the view cannot describe it. */
+/* apply()'s "rebuild" at node i of the delta: the rest of the delta must pass its checks first. */
+static int rebuild_after(struct cyc *c, size_t i)
+{
+	int ret;
+	for (i++; i < c->s->delta->nnodes; i++)
+		if ((ret = check_node(c, i)))
+			return ret;
+	return (ret = check_added(c)) ? ret : 1;
+}
+
+/*
+ * 0 applied; 1 rebuild from the snapshot; 2 the view cannot describe it;
+ * SCHED_EINVAL a delta that does not check (then the view is to be freed).
+ */
 static int apply(struct cyc *c, struct inc *in)
 {
 	const struct sched_snapshot *s = c->s;
 	const struct sched_delta *d = s->delta;
 	const char *same = NULL; /* a model string of this call already found equal to node same_n's */
-	int same_m = -1;
+	int same_m = -1, ret;
 	for (size_t i = 0; i < d->nnodes; i++) {
+		if ((ret = check_node(c, i)))
+			return ret;
 		int n = d->nodes[i];
 		const struct sched_node *x = &s->nodes[n];
 		if (x->gpu_count != in->gcount[n])
-			return 1;
+			return rebuild_after(c, i);
 		const char *m = model_of(x); /* borrowed for the call: one pointer, one text */
 		if (m != same || in->model[n] != same_m) {
 			if (strcmp(in->models[in->model[n]], m) != 0)
-				return 1;
+				return rebuild_after(c, i);
 			same = m;
 			same_m = in->model[n];
 		}
 		for (int l = 0; l < in->nlevels; l++)
 			if (node_unit(s, (size_t)n, l) != in->unit[l][n])
-				return 1;
+				return rebuild_after(c, i);
 		bool up = x->state == SCHED_NODE_UP;
 		uint64_t avail = up ? (x->healthy & node_all(x)) : 0;
 		uint64_t fm = avail & ~x->used;
@@ -679,6 +710,8 @@ static int apply(struct cyc *c, struct inc *in)
 		in->nbad += in->bad[n];
 	}
 	sched__inc_flush(in);
+	if ((ret = check_added(c)))
+		return ret;
 	for (size_t i = 0; i < d->nremoved; i++)
 		if (!run_del(in, d->removed[i]))
 			return 1;
@@ -704,6 +737,10 @@ int sched__inc_begin(struct cyc *c, int (*validate)(struct cyc *))
 			return ret;
 		}
 		st = apply(c, in);
+		if (st < 0) {
+			sched__inc_free(in);
+			return st;
+		}
 	}
 	if (st == 1) {
 		sched__inc_free(in);
@@ -780,10 +817,9 @@ out_full:
 void sched__inc_end(struct cyc *c)
 {
 	struct inc *in = c->inc;
-	const struct sched_snapshot *s = c->s;
 	for (size_t i = 0; i < in->ntouched; i++) {
 		int n = in->touched[i];
-		uint64_t fm = in->avail[n] & ~s->nodes[n].used;
+		uint64_t fm = in->tsave[i]; /* = avail & ~used of the snapshot: no read of its node */
 		if (in->up[n])
 			sched__inc_move(in, n, sched__pc(in->freemask[n]), sched__pc(fm));
 		in->freemask[n] = fm;
@@ -817,15 +853,6 @@ void *sched__scratch(struct cyc *c, enum scratch id, size_t bytes, bool zero)
 	if (zero)
 		memset(in->scr[id], 0, bytes);
 	return in->scr[id];
-}
-
-void sched__inc_touch(struct cyc *c, int n)
-{
-	struct inc *in = c->inc;
-	if (!in->tflag[n]) {
-		in->tflag[n] = true;
-		in->touched[in->ntouched++] = n;
-	}
 }
 
 void sched__inc_victim(struct cyc *c, size_t ri)

@@ -182,6 +182,7 @@ struct inc {
 	size_t nsw;
 	uint32_t *mk_stamp, mk_cur;     /* marks for one placement */
 	int *touched;                   /* nodes whose freemask a start changed in this cycle */
+	uint64_t *tsave;                /* touched[i]'s freemask before the cycle (the snapshot's) */
 	bool *tflag;
 	size_t ntouched;
 	void *scr[SCR_N];               /* sched__scratch() buffers */
@@ -362,7 +363,16 @@ void sched__inc_put(struct sched_decisions *d, struct inc *in);
 void sched__inc_free(struct inc *in);
 int sched__inc_begin(struct cyc *c, int (*validate)(struct cyc *));
 void sched__inc_end(struct cyc *c);
-void sched__inc_touch(struct cyc *c, int n);
+/* A start is about to change node n's freemask: sched__inc_end() puts it back. */
+static inline void sched__inc_touch(struct cyc *c, int n)
+{
+	struct inc *in = c->inc;
+	if (!in->tflag[n]) {
+		in->tflag[n] = true;
+		in->tsave[in->ntouched] = in->freemask[n];
+		in->touched[in->ntouched++] = n;
+	}
+}
 void *sched__scratch(struct cyc *c, enum scratch id, size_t bytes, bool zero);
 void sched__inc_bucket(struct inc *in, int n, int from, int to);
 /* Applies the pending bucket moves (in->bmv) to cnt and bm. */

@@ -67,7 +67,8 @@ struct sim {
 	double frag_sum, frag_time;
 	/* what changed since the previous pass, for the core's delta (not with o->full_rebuild) */
 	int *dnode;
-	bool *dflag;
+	uint32_t *dflag;          /* node n is in dnode when dflag[n] == dgen (a new list is dgen++) */
+	uint32_t dgen;
 	size_t ndnode;
 	struct term *dadd;        /* job and seq of runs started since */
 	size_t nadd, cap_add;
@@ -333,8 +334,8 @@ static void frag_advance(struct sim *s, int64_t t)
 static void set_used(struct sim *s, const struct sched_alloc *a, size_t na, bool used)
 {
 	for (size_t k = 0; k < na; k++) {
-		if (s->dflag && !s->dflag[a[k].node]) {
-			s->dflag[a[k].node] = true;
+		if (s->dflag && s->dflag[a[k].node] != s->dgen) {
+			s->dflag[a[k].node] = s->dgen;
 			s->dnode[s->ndnode++] = a[k].node;
 		}
 		struct sched_node *x = &s->nodes[a[k].node];
@@ -618,8 +619,10 @@ static int pass(struct sim *s, struct mu_error *err, bool *preempted)
 	}
 	ret = sched_cycle(&snap, &s->d);
 	if (s->dflag) {
-		for (size_t i = 0; i < s->ndnode; i++)
-			s->dflag[s->dnode[i]] = false;
+		if (++s->dgen == 0) { /* wrapped: no stamp may look current */
+			memset(s->dflag, 0, (s->cl->nnodes + 1) * sizeof(*s->dflag));
+			s->dgen = 1;
+		}
 		s->ndnode = s->nadd = s->nrem = 0;
 	}
 	if (ret)
@@ -773,6 +776,7 @@ int sim_run(struct sim_cluster *cl, const struct trace *tr, const struct sim_opt
 	if (!o->full_rebuild) {
 		s.dnode = mu_malloc((cl->nnodes + 1) * sizeof(*s.dnode));
 		s.dflag = mu_calloc(cl->nnodes + 1, sizeof(*s.dflag));
+		s.dgen = 1;
 	}
 	s.settings = cl->settings;
 	s.settings.quiet = true;
