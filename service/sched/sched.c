@@ -115,9 +115,12 @@ static void *arena_alloc(struct dpriv *p, size_t n)
 	n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
 	struct blk *b = p->blocks;
 	if (!b || b->cap - b->used < n) {
-		if (p->spare && p->spare->cap >= n) {
-			b = p->spare;
-			p->spare = b->next;
+		struct blk **sp = &p->spare; /* the first spare that fits: a wide gang's copy is megabytes */
+		while (*sp && (*sp)->cap < n)
+			sp = &(*sp)->next;
+		if (*sp) {
+			b = *sp;
+			*sp = b->next;
 		} else {
 			size_t cap = n > 65536 ? n : 65536;
 			b = sched__xmalloc(sizeof(*b) + cap);
