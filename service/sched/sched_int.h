@@ -317,15 +317,9 @@ static inline uint64_t sched__unreserved(const struct cyc *c, int n, uint64_t m,
 }
 
 
-/*
- * Bit count without a libgcc call (no -mpopcnt in a portable build). Masks of
- * the form 0...01...1 (none, or GPUs 0..k-1: whole nodes, the common case)
- * take one count of trailing ones instead of the tree.
- */
+/* Bit count without a libgcc call (no -mpopcnt in a portable build). */
 static inline int sched__pc(uint64_t x)
 {
-	if ((x & (x + 1)) == 0)
-		return x == ~(uint64_t)0 ? 64 : __builtin_ctzll(~x);
 	x = x - ((x >> 1) & 0x5555555555555555ULL);
 	x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
 	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;

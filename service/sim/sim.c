@@ -336,12 +336,9 @@ out:
 
 /* ------------------------------------------------------------ state changes */
 
-/* Bit count without a libgcc call (no -mpopcnt in a portable build); as sched's, with its
- * one-step count of masks 0...01...1 (whole nodes). */
+/* Bit count without a libgcc call (no -mpopcnt in a portable build); as sched's. */
 static inline int popcount64(uint64_t x)
 {
-	if ((x & (x + 1)) == 0)
-		return x == ~(uint64_t)0 ? 64 : __builtin_ctzll(~x);
 	x = x - ((x >> 1) & 0x5555555555555555ULL);
 	x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
 	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
