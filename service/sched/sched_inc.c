@@ -88,7 +88,6 @@ void sched__inc_free(struct inc *in)
 	free(in->sw_list);
 	free(in->mk_stamp);
 	free(in->touched);
-	free(in->tsave);
 	free(in->tflag);
 	for (int i = 0; i < SCR_N; i++)
 		free(in->scr[i]);
@@ -560,7 +559,6 @@ static int build(struct cyc *c, struct inc *in)
 	in->sw_list = sched__xmalloc(ns * sizeof(int));
 	in->mk_stamp = sched__xcalloc(ns, sizeof(uint32_t));
 	in->touched = sched__xmalloc(ns * sizeof(int));
-	in->tsave = sched__xmalloc(ns * sizeof(uint64_t));
 	in->tflag = sched__xcalloc(ns, sizeof(bool));
 	in->neb = sched__xcalloc((size_t)(in->nmodels + 1) * 65, sizeof(struct nebound));
 	in->hom = sched__xmalloc((size_t)(in->nmodels + 1) * sizeof(int));
@@ -817,9 +815,10 @@ out_full:
 void sched__inc_end(struct cyc *c)
 {
 	struct inc *in = c->inc;
+	const struct sched_snapshot *s = c->s;
 	for (size_t i = 0; i < in->ntouched; i++) {
 		int n = in->touched[i];
-		uint64_t fm = in->tsave[i]; /* = avail & ~used of the snapshot: no read of its node */
+		uint64_t fm = in->avail[n] & ~s->nodes[n].used;
 		if (in->up[n])
 			sched__inc_move(in, n, sched__pc(in->freemask[n]), sched__pc(fm));
 		in->freemask[n] = fm;

@@ -182,7 +182,6 @@ struct inc {
 	size_t nsw;
 	uint32_t *mk_stamp, mk_cur;     /* marks for one placement */
 	int *touched;                   /* nodes whose freemask a start changed in this cycle */
-	uint64_t *tsave;                /* touched[i]'s freemask before the cycle (the snapshot's) */
 	bool *tflag;
 	size_t ntouched;
 	void *scr[SCR_N];               /* sched__scratch() buffers */
@@ -357,13 +356,12 @@ void sched__inc_put(struct sched_decisions *d, struct inc *in);
 void sched__inc_free(struct inc *in);
 int sched__inc_begin(struct cyc *c, int (*validate)(struct cyc *));
 void sched__inc_end(struct cyc *c);
-/* A start is about to change node n's freemask: sched__inc_end() puts it back. */
+/* A start changes node n's freemask: sched__inc_end() puts the snapshot's back. */
 static inline void sched__inc_touch(struct cyc *c, int n)
 {
 	struct inc *in = c->inc;
 	if (!in->tflag[n]) {
 		in->tflag[n] = true;
-		in->tsave[in->ntouched] = in->freemask[n];
 		in->touched[in->ntouched++] = n;
 	}
 }
