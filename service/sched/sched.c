@@ -115,9 +115,12 @@ static void *arena_alloc(struct dpriv *p, size_t n)
 	n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
 	struct blk *b = p->blocks;
 	if (!b || b->cap - b->used < n) {
-		if (p->spare && p->spare->cap >= n) {
-			b = p->spare;
-			p->spare = b->next;
+		struct blk **sp = &p->spare; /* the first spare that fits: a wide gang's copy is megabytes */
+		while (*sp && (*sp)->cap < n)
+			sp = &(*sp)->next;
+		if (*sp) {
+			b = *sp;
+			*sp = b->next;
 		} else {
 			size_t cap = n > 65536 ? n : 65536;
 			b = sched__xmalloc(sizeof(*b) + cap);
@@ -791,9 +794,15 @@ static void commit_start(struct cyc *c, size_t ji, const struct sched_alloc *a, 
 		if (c->inc)
 			sched__inc_touch(c, n);
 		c->freemask[n] &= ~a[k].gpus;
-		sched__bucket_move(c, n, before, sched__pc(c->freemask[n]));
+		if (c->inc) { /* batched: a wide gang's nodes come in runs */
+			sched__inc_move(c->inc, n, before, sched__pc(c->freemask[n]));
+		} else {
+			sched__bucket_move(c, n, before, sched__pc(c->freemask[n]));
+		}
 	}
-	sched__add_crel_n(c, c->now + runtime, a, na, -1);
+	if (c->inc)
+		sched__inc_flush(c->inc);
+	sched__add_crel_n(c, c->now + runtime, st->alloc, na, -1);
 	tenant_add(c, j->tenant, (int64_t)na * j->gpus_per_node, 1);
 	sched__quota_started(c, j, a, na, c->now + runtime);
 }

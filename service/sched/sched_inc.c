@@ -160,6 +160,43 @@ void sched__inc_bucket(struct inc *in, int n, int from, int to)
 	}
 }
 
+/* Flips bits [lo, hi) of w (hi > lo). */
+static void xor_range(uint64_t *w, size_t lo, size_t hi)
+{
+	size_t a = lo / 64, b = (hi - 1) / 64;
+	uint64_t ma = ~(uint64_t)0 << (lo % 64), mb = ~(uint64_t)0 >> (63 - (hi - 1) % 64);
+	if (a == b) {
+		w[a] ^= ma & mb;
+		return;
+	}
+	w[a] ^= ma;
+	for (size_t i = a + 1; i < b; i++)
+		w[i] = ~w[i];
+	w[b] ^= mb;
+}
+
+/*
+ * A node is in exactly one bucket per row, so a move clears a set bit and
+ * sets a clear one: both flips, which is why a run of moves is two range
+ * flips per row whatever the order.
+ */
+void sched__inc_flush(struct inc *in)
+{
+	struct bmove *m = &in->bmv;
+	if (!m->len)
+		return;
+	int rows[2] = { m->row, in->nmodels };
+	size_t lo = (size_t)m->n0, hi = lo + (size_t)m->len;
+	for (int i = 0; i < 2; i++) {
+		size_t b = (size_t)rows[i] * 65;
+		in->cnt[b + (size_t)m->from] -= m->len;
+		in->cnt[b + (size_t)m->to] += m->len;
+		xor_range(&in->bm[(b + (size_t)m->from) * in->nw], lo, hi);
+		xor_range(&in->bm[(b + (size_t)m->to) * in->nw], lo, hi);
+	}
+	m->len = 0;
+}
+
 static const char *model_of(const struct sched_node *x)
 {
 	return x->gpu_model ? x->gpu_model : "";
@@ -306,7 +343,7 @@ static bool node_odd(const struct inc *in, int n)
 }
 
 /* A run's part on node n comes (d = 1) or goes (-1): the counts whole-node sweeps rely on. */
-static void own(struct inc *in, int n, int d)
+static inline void own(struct inc *in, int n, int d)
 {
 	bool odd = node_odd(in, n);
 	in->nshare -= in->nown[n] >= 2;
@@ -336,8 +373,6 @@ static bool run_add(struct inc *in, const struct sched_run *r, bool sorted, int6
 	}
 	struct islot *x = &in->slot[k];
 	int g = 0;
-	for (size_t a = 0; a < r->nalloc; a++)
-		g += sched__pc(r->alloc[a].gpus);
 	if (x->cap_alloc < r->nalloc + 1) { /* slots are reused: so is their copy */
 		free(x->alloc);
 		x->cap_alloc = r->nalloc + 1;
@@ -350,6 +385,7 @@ static bool run_add(struct inc *in, const struct sched_run *r, bool sorted, int6
 	x->wgen = 0;
 	for (size_t a = 0; a < r->nalloc; a++)
 		if (r->alloc[a].gpus) {
+			g += sched__pc(r->alloc[a].gpus);
 			own(in, r->alloc[a].node, +1);
 			x->whole = x->whole && r->alloc[a].gpus == full_mask(in, r->alloc[a].node);
 		}
@@ -553,10 +589,10 @@ static int bad_job(struct cyc *c, const struct sched_job *j, const char *what)
  * the pending jobs, users added since, the listed nodes and the added runs
  * (the tenant tree and existing users' tenants are the same by contract).
  */
+/* The users and jobs of a delta call; its nodes and added runs are checked by apply() as it goes. */
 static int validate_delta(struct cyc *c, const struct inc *in)
 {
 	const struct sched_snapshot *s = c->s;
-	const struct sched_delta *d = s->delta;
 	for (size_t i = in->nusers; i < s->nusers; i++)
 		if (s->users[i].tenant < 0 || (size_t)s->users[i].tenant >= s->ntenants)
 			return bad_delta(c, "user %lld: tenant out of range", (long long)i);
@@ -573,16 +609,30 @@ static int validate_delta(struct cyc *c, const struct inc *in)
 		if (j->topo_required >= s->settings.nlevels || j->topo_preferred >= s->settings.nlevels)
 			return bad_job(c, j, "topology level out of range");
 	}
-	for (size_t i = 0; i < d->nnodes; i++) {
-		if (d->nodes[i] < 0 || (size_t)d->nodes[i] >= s->nnodes)
-			return bad_delta(c, "delta: node index %lld out of range", (long long)d->nodes[i]);
-		const struct sched_node *n = &s->nodes[d->nodes[i]];
-		if (n->gpu_count < 0 || n->gpu_count > SCHED_MAX_GPUS)
-			return bad_delta(c, "node: gpu_count %lld out of range", (long long)n->gpu_count);
-		for (int l = 0; l < s->settings.nlevels; l++)
-			if (n->unit[l] < -1 || (n->unit[l] >= 0 && (size_t)n->unit[l] >= s->nnodes))
-				return bad_delta(c, "node: unit %lld out of range", (long long)n->unit[l]);
-	}
+	return 0;
+}
+
+/* The delta's node i, checked as apply() reaches it (one read of the node for both). */
+static int check_node(struct cyc *c, size_t i)
+{
+	const struct sched_snapshot *s = c->s;
+	const struct sched_delta *d = s->delta;
+	if (d->nodes[i] < 0 || (size_t)d->nodes[i] >= s->nnodes)
+		return bad_delta(c, "delta: node index %lld out of range", (long long)d->nodes[i]);
+	const struct sched_node *n = &s->nodes[d->nodes[i]];
+	if (n->gpu_count < 0 || n->gpu_count > SCHED_MAX_GPUS)
+		return bad_delta(c, "node: gpu_count %lld out of range", (long long)n->gpu_count);
+	for (int l = 0; l < s->settings.nlevels; l++)
+		if (n->unit[l] < -1 || (n->unit[l] >= 0 && (size_t)n->unit[l] >= s->nnodes))
+			return bad_delta(c, "node: unit %lld out of range", (long long)n->unit[l]);
+	return 0;
+}
+
+/* The added runs, checked after the nodes and before the view changes by runs. */
+static int check_added(struct cyc *c)
+{
+	const struct sched_snapshot *s = c->s;
+	const struct sched_delta *d = s->delta;
 	for (size_t i = 0; i < d->nadded; i++) {
 		if (d->added[i] >= s->nruns)
 			return bad_delta(c, "delta: run index %lld out of range", (long long)d->added[i]);
@@ -596,28 +646,43 @@ static int validate_delta(struct cyc *c, const struct inc *in)
 	return 0;
 }
 
-/* 0 applied; 1 rebuild from the snapshot; 2 the view cannot describe it. */
+/* apply()'s "rebuild" at node i of the delta: the rest of the delta must pass its checks first. */
+static int rebuild_after(struct cyc *c, size_t i)
+{
+	int ret;
+	for (i++; i < c->s->delta->nnodes; i++)
+		if ((ret = check_node(c, i)))
+			return ret;
+	return (ret = check_added(c)) ? ret : 1;
+}
+
+/*
+ * 0 applied; 1 rebuild from the snapshot; 2 the view cannot describe it;
+ * SCHED_EINVAL a delta that does not check (then the view is to be freed).
+ */
 static int apply(struct cyc *c, struct inc *in)
 {
 	const struct sched_snapshot *s = c->s;
 	const struct sched_delta *d = s->delta;
 	const char *same = NULL; /* a model string of this call already found equal to node same_n's */
-	int same_m = -1;
+	int same_m = -1, ret;
 	for (size_t i = 0; i < d->nnodes; i++) {
+		if ((ret = check_node(c, i)))
+			return ret;
 		int n = d->nodes[i];
 		const struct sched_node *x = &s->nodes[n];
 		if (x->gpu_count != in->gcount[n])
-			return 1;
+			return rebuild_after(c, i);
 		const char *m = model_of(x); /* borrowed for the call: one pointer, one text */
 		if (m != same || in->model[n] != same_m) {
 			if (strcmp(in->models[in->model[n]], m) != 0)
-				return 1;
+				return rebuild_after(c, i);
 			same = m;
 			same_m = in->model[n];
 		}
 		for (int l = 0; l < in->nlevels; l++)
 			if (node_unit(s, (size_t)n, l) != in->unit[l][n])
-				return 1;
+				return rebuild_after(c, i);
 		bool up = x->state == SCHED_NODE_UP;
 		uint64_t avail = up ? (x->healthy & node_all(x)) : 0;
 		uint64_t fm = avail & ~x->used;
@@ -627,14 +692,7 @@ static int apply(struct cyc *c, struct inc *in)
 		}
 		bool odd = node_odd(in, n);
 		if (in->up[n] && up) {
-			int from = sched__pc(in->freemask[n]), to = sched__pc(fm);
-			if (from != to) {
-				in->cnt[in->model[n] * 65 + from]--;
-				in->cnt[in->model[n] * 65 + to]++;
-				in->cnt[in->nmodels * 65 + from]--;
-				in->cnt[in->nmodels * 65 + to]++;
-				sched__inc_bucket(in, n, from, to);
-			}
+			sched__inc_move(in, n, sched__pc(in->freemask[n]), sched__pc(fm));
 		} else {
 			if (in->up[n])
 				bucket(in, n, sched__pc(in->freemask[n]), -1);
@@ -649,6 +707,9 @@ static int apply(struct cyc *c, struct inc *in)
 		in->bad[n] = node_bad(x);
 		in->nbad += in->bad[n];
 	}
+	sched__inc_flush(in);
+	if ((ret = check_added(c)))
+		return ret;
 	for (size_t i = 0; i < d->nremoved; i++)
 		if (!run_del(in, d->removed[i]))
 			return 1;
@@ -674,6 +735,10 @@ int sched__inc_begin(struct cyc *c, int (*validate)(struct cyc *))
 			return ret;
 		}
 		st = apply(c, in);
+		if (st < 0) {
+			sched__inc_free(in);
+			return st;
+		}
 	}
 	if (st == 1) {
 		sched__inc_free(in);
@@ -754,13 +819,12 @@ void sched__inc_end(struct cyc *c)
 	for (size_t i = 0; i < in->ntouched; i++) {
 		int n = in->touched[i];
 		uint64_t fm = in->avail[n] & ~s->nodes[n].used;
-		if (in->up[n]) {
-			bucket(in, n, sched__pc(in->freemask[n]), -1);
-			bucket(in, n, sched__pc(fm), +1);
-		}
+		if (in->up[n])
+			sched__inc_move(in, n, sched__pc(in->freemask[n]), sched__pc(fm));
 		in->freemask[n] = fm;
 		in->tflag[n] = false;
 	}
+	sched__inc_flush(in);
 	in->ntouched = 0;
 	for (size_t i = 0; i < c->nresv; i++)
 		in->rhead[c->resv[i].node] = -1;
@@ -788,15 +852,6 @@ void *sched__scratch(struct cyc *c, enum scratch id, size_t bytes, bool zero)
 	if (zero)
 		memset(in->scr[id], 0, bytes);
 	return in->scr[id];
-}
-
-void sched__inc_touch(struct cyc *c, int n)
-{
-	struct inc *in = c->inc;
-	if (!in->tflag[n]) {
-		in->tflag[n] = true;
-		in->touched[in->ntouched++] = n;
-	}
 }
 
 void sched__inc_victim(struct cyc *c, size_t ri)

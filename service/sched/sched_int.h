@@ -106,6 +106,16 @@ struct wseg {
 };
 
 #define SCHED_NE_SLOTS 4
+/*
+ * Pending bucket moves of consecutive nodes n0..n0+len-1, all of model row
+ * `row`, from free count `from` to `to` (sched__inc_move()): applied to the
+ * counts and the bitmaps by sched__inc_flush(), one word-wide range per
+ * bitmap instead of one bit per node, before anything reads them.
+ */
+struct bmove {
+	int n0, len, row, from, to;
+};
+
 struct nebound {
 	uint32_t gen;                   /* valid when equal to inc.ne_gen */
 	int n;
@@ -215,6 +225,7 @@ struct inc {
 	size_t cap_vr_alloc;
 	struct vres vr_cand;            /* what the last whole-node sweep found (on: valid) */
 	uint32_t ne_gen;                /* this cycle's */
+	struct bmove bmv;               /* bucket moves not yet in cnt and bm */
 };
 
 struct cyc {
@@ -324,7 +335,8 @@ int sched__nodes_ge(const struct cyc *c, int model, int g);
 void sched__add_preemption(struct cyc *c, size_t ri, int64_t for_job, enum sched_preempt_reason why);
 
 void sched__add_crel(struct cyc *c, int64_t t, int node, uint64_t mask, int run);
-/* sched__add_crel() for every part of a with GPUs, in one insertion (wide gangs). */
+/* sched__add_crel() for every part of a with GPUs, in one insertion (wide gangs); when every part
+ * has GPUs, one event over a[0..na) (a then stays borrowed for the cycle: the decisions' copy). */
 void sched__add_crel_n(struct cyc *c, int64_t t, const struct sched_alloc *a, size_t na, int run);
 void sched__add_resv(struct cyc *c, int node, uint64_t mask, int64_t start, int64_t end);
 /* A reservation of a[0..na) over [start, end) (a borrowed for the cycle): per node, or held by counts. */
@@ -344,9 +356,39 @@ void sched__inc_put(struct sched_decisions *d, struct inc *in);
 void sched__inc_free(struct inc *in);
 int sched__inc_begin(struct cyc *c, int (*validate)(struct cyc *));
 void sched__inc_end(struct cyc *c);
-void sched__inc_touch(struct cyc *c, int n);
+/* A start changes node n's freemask: sched__inc_end() puts the snapshot's back. */
+static inline void sched__inc_touch(struct cyc *c, int n)
+{
+	struct inc *in = c->inc;
+	if (!in->tflag[n]) {
+		in->tflag[n] = true;
+		in->touched[in->ntouched++] = n;
+	}
+}
 void *sched__scratch(struct cyc *c, enum scratch id, size_t bytes, bool zero);
 void sched__inc_bucket(struct inc *in, int n, int from, int to);
+/* Applies the pending bucket moves (in->bmv) to cnt and bm. */
+void sched__inc_flush(struct inc *in);
+
+/*
+ * Node n (UP) moves from free count `from` to `to` in the view's buckets,
+ * counts and bitmaps; batched with the pending moves while nodes come in
+ * index order with the same counts (a wide gang's start or end), so call
+ * sched__inc_flush() before reading in->cnt or in->bm.
+ */
+static inline void sched__inc_move(struct inc *in, int n, int from, int to)
+{
+	struct bmove *m = &in->bmv;
+	int row = in->model[n];
+	if (from == to)
+		return;
+	if (m->len && n == m->n0 + m->len && row == m->row && from == m->from && to == m->to) {
+		m->len++;
+		return;
+	}
+	sched__inc_flush(in);
+	*m = (struct bmove){ n, 1, row, from, to };
+}
 void sched__inc_victim(struct cyc *c, size_t ri);
 bool sched__rel_victim(const struct cyc *c, const struct rel *r);
 void sched__inc_rel(struct cyc *c);

@@ -41,6 +41,12 @@ void sched__add_crel_n(struct cyc *c, int64_t t, const struct sched_alloc *a, si
 		else
 			hi = mid;
 	}
+	if (add == na && na > 1) { /* every part releases GPUs: one event for the gang, as a running run's */
+		memmove(&c->crel[lo + 1], &c->crel[lo], (c->ncrel - lo) * sizeof(*c->crel));
+		c->crel[lo] = (struct rel){ t, -1, 0, run, (int)na, a };
+		c->ncrel++;
+		return;
+	}
 	memmove(&c->crel[lo + add], &c->crel[lo], (c->ncrel - lo) * sizeof(*c->crel));
 	for (size_t k = 0; k < na; k++)
 		if (a[k].gpus)

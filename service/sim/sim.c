@@ -23,12 +23,14 @@ struct sjob {
 	int run;                  /* index in runs while running, -1 */
 	bool released;            /* its GPUs were freed at its estimated end */
 	struct sched_alloc *alloc;
-	size_t nalloc;
+	size_t nalloc, cap_alloc;
 	int64_t start;
 	uint64_t seq;             /* start order */
 	int user;                 /* sched_user index or -1 */
 	bool unreported;          /* its run started after the last pass's delta was built */
 };
+
+#define SIM_APOOL 16
 
 struct term {
 	int64_t t;
@@ -67,7 +69,8 @@ struct sim {
 	double frag_sum, frag_time;
 	/* what changed since the previous pass, for the core's delta (not with o->full_rebuild) */
 	int *dnode;
-	bool *dflag;
+	uint32_t *dflag;          /* node n is in dnode when dflag[n] == dgen (a new list is dgen++) */
+	uint32_t dgen;
 	size_t ndnode;
 	struct term *dadd;        /* job and seq of runs started since */
 	size_t nadd, cap_add;
@@ -79,7 +82,51 @@ struct sim {
 	bool check_resv;
 	size_t resv_holder;
 	int64_t resv_start;
+	/* allocation copies of ended runs, for the next starts (a wide gang's is megabytes) */
+	struct abuf {
+		struct sched_alloc *p;
+		size_t cap;
+	} apool[SIM_APOOL];
+	size_t napool;
 };
+
+/* An allocation array of at least n entries (*cap: its size), from the pool when one fits. */
+static struct sched_alloc *alloc_get(struct sim *s, size_t n, size_t *cap)
+{
+	size_t best = SIZE_MAX;
+	for (size_t i = 0; i < s->napool; i++)
+		if (s->apool[i].cap >= n && (best == SIZE_MAX || s->apool[i].cap < s->apool[best].cap))
+			best = i;
+	if (best == SIZE_MAX) {
+		*cap = n;
+		return mu_malloc(n * sizeof(struct sched_alloc));
+	}
+	struct sched_alloc *p = s->apool[best].p;
+	*cap = s->apool[best].cap;
+	s->apool[best] = s->apool[--s->napool];
+	return p;
+}
+
+/* Back to the pool (or freed: the pool keeps the largest SIM_APOOL). */
+static void alloc_put(struct sim *s, struct sched_alloc *p, size_t cap)
+{
+	if (!p)
+		return;
+	if (s->napool < SIM_APOOL) {
+		s->apool[s->napool++] = (struct abuf){ p, cap };
+		return;
+	}
+	size_t small = 0;
+	for (size_t i = 1; i < s->napool; i++)
+		if (s->apool[i].cap < s->apool[small].cap)
+			small = i;
+	if (s->apool[small].cap >= cap) {
+		mu_free(p);
+		return;
+	}
+	mu_free(s->apool[small].p);
+	s->apool[small] = (struct abuf){ p, cap };
+}
 
 /* ------------------------------------------------------------ heap */
 
@@ -330,8 +377,8 @@ static void frag_advance(struct sim *s, int64_t t)
 static void set_used(struct sim *s, const struct sched_alloc *a, size_t na, bool used)
 {
 	for (size_t k = 0; k < na; k++) {
-		if (s->dflag && !s->dflag[a[k].node]) {
-			s->dflag[a[k].node] = true;
+		if (s->dflag && s->dflag[a[k].node] != s->dgen) {
+			s->dflag[a[k].node] = s->dgen;
 			s->dnode[s->ndnode++] = a[k].node;
 		}
 		struct sched_node *x = &s->nodes[a[k].node];
@@ -457,9 +504,9 @@ static void job_end(struct sim *s, size_t ji)
 		s->usage_t[j->user] = s->now;
 	}
 	placement_line(s, ji, s->now, NULL);
-	mu_free(j->alloc); /* done with it: 300,000 gangs' copies would pile up otherwise */
+	alloc_put(s, j->alloc, j->cap_alloc); /* done with it: 300,000 gangs' copies would pile up otherwise */
 	j->alloc = NULL;
-	j->nalloc = 0;
+	j->nalloc = j->cap_alloc = 0;
 }
 
 /* ------------------------------------------------------------ invariants */
@@ -615,8 +662,10 @@ static int pass(struct sim *s, struct mu_error *err, bool *preempted)
 	}
 	ret = sched_cycle(&snap, &s->d);
 	if (s->dflag) {
-		for (size_t i = 0; i < s->ndnode; i++)
-			s->dflag[s->dnode[i]] = false;
+		if (++s->dgen == 0) { /* wrapped: no stamp may look current */
+			memset(s->dflag, 0, (s->cl->nnodes + 1) * sizeof(*s->dflag));
+			s->dgen = 1;
+		}
 		s->ndnode = s->nadd = s->nrem = 0;
 	}
 	if (ret)
@@ -674,8 +723,8 @@ static int pass(struct sim *s, struct mu_error *err, bool *preempted)
 		if (s->o->check && (ret = check_start(s, ji, st, err)))
 			goto out;
 		gone[st->job] = true;
-		mu_free(j->alloc);
-		j->alloc = mu_malloc((st->nalloc + 1) * sizeof(*j->alloc));
+		alloc_put(s, j->alloc, j->cap_alloc);
+		j->alloc = alloc_get(s, st->nalloc + 1, &j->cap_alloc);
 		memcpy(j->alloc, st->alloc, st->nalloc * sizeof(*j->alloc));
 		j->nalloc = st->nalloc;
 		j->start = s->now;
@@ -770,6 +819,7 @@ int sim_run(struct sim_cluster *cl, const struct trace *tr, const struct sim_opt
 	if (!o->full_rebuild) {
 		s.dnode = mu_malloc((cl->nnodes + 1) * sizeof(*s.dnode));
 		s.dflag = mu_calloc(cl->nnodes + 1, sizeof(*s.dflag));
+		s.dgen = 1;
 	}
 	s.settings = cl->settings;
 	s.settings.quiet = true;
@@ -875,6 +925,8 @@ out:
 		mu_free(s.jobs[i].dep_target);
 		mu_free(s.jobs[i].alloc);
 	}
+	for (size_t i = 0; i < s.napool; i++)
+		mu_free(s.apool[i].p);
 	mu_free(s.jobs);
 	mu_free(s.users);
 	mu_free(s.usage);
