@@ -6,7 +6,8 @@ PATH. Every task runs a plain `srun CMD` once; `--ntasks-per-node=1` once
 per node, `-n 3` three times, renumbered for the step; `-l` labels lines;
 --export applies; `srun -n` beyond the job fails with the message; in a
 --batch-host script a step across nodes fails the job with the message,
-`srun -n 1` runs. A job that is no script has no srun."""
+`srun -n 1` runs. A job that is no script has no srun; an srun directory
+that others may write is refused."""
 import os
 import subprocess
 import tempfile
@@ -137,6 +138,27 @@ def test_no_srun_outside_scripts(c):
     jid = r.stdout.split()[0]
     text = open(os.path.join(S["work"], "plain-%s.out" % jid)).read()
     check("libexec/muster" not in text and "mode=none" in text, text)
+
+
+def test_srun_dir_others_may_write_is_refused(c):
+    """An srun directory that another account may write is not put on any PATH."""
+    setup(c)
+    bad = os.path.join(c.dir, "open-srun")
+    os.makedirs(bad)
+    with open(os.path.join(bad, "srun"), "w") as f:
+        f.write("#!/bin/sh\necho evil\n")
+    os.chmod(os.path.join(bad, "srun"), 0o755)
+    os.chmod(bad, 0o777)
+    p = c.start_process(
+        [harness.binary("muster-agent"), "--api", "127.0.0.1:%d" % c.grpc_port, "--node", "sr-n3",
+         "--address", c.agent_address(2), "--state-dir", os.path.join(c.dir, "agent-sr-n3"),
+         "--gpu-backend", "fake", "--fake-gpus", "1", "--heartbeat-interval", "300ms",
+         "--srun-dir", bad] + c.agent_flags(identity=True),
+        env={"MUSTER_AGENT_TOKEN": make_token(c, "agent", node="sr-n3")}, name="agent-sr-n3")
+    log = os.path.join(c.dir, "agent-sr-n3.log")
+    c.wait_until(lambda: "script jobs get no srun" in open(log).read(), 10, "the warning")
+    check("--srun-dir %s" % bad in open(log).read(), open(log).read())
+    c.stop_process(p)
 
 
 if __name__ == "__main__":
