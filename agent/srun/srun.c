@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -165,7 +166,8 @@ static char *find_cmd(const char *cmd)
 		if (next)
 			*next++ = '\0';
 		char *f = mu_asprintf("%s/%s", *d ? d : ".", cmd);
-		if (access(f, X_OK) == 0) {
+		struct stat st;
+		if (stat(f, &st) == 0 && S_ISREG(st.st_mode) && access(f, X_OK) == 0) {
 			mu_free(dirs);
 			return f;
 		}
@@ -203,8 +205,10 @@ static void label_flush(int fd, struct mu_buf *pending, const char *prefix, bool
 			break;
 		done += (size_t)w;
 	}
-	memmove(pending->p, pending->p + start, pending->len - start);
-	pending->len -= start;
+	if (start > 0) {
+		memmove(pending->p, pending->p + start, pending->len - start);
+		pending->len -= start;
+	}
 	mu_buf_release(&out);
 }
 
