@@ -172,6 +172,7 @@ struct ag_node {
 	int ngpu_devs;
 	dev_t gpu_dev[AG_MAX_GPUS]; /* GPU i's device node (0: unknown, not confined) */
 	int pids_max;               /* per run (--pids-max), 0 = none */
+	const char *srun_dir;       /* first on a script job's PATH (srun); NULL = none */
 };
 
 struct ag_gang_node {
@@ -233,6 +234,21 @@ void ag_spec_free(struct ag_spec *s);
  */
 int ag_output_tee(const struct ag_spec *s, const char *node, int local_rank,
 		  const struct ag_ident *id, int start_fd, char *why, size_t whyn);
+
+/* A batch script's job (the API's runner: /bin/sh -c RUNNER muster-batch
+ * SCRIPT ...), and whether it runs once per task or, with --batch-host,
+ * once on the rank-0 node (the runner's first line says so). */
+enum ag_script_mode {
+	AG_SCRIPT_NONE = 0,
+	AG_SCRIPT_TASKS,
+	AG_SCRIPT_BATCH_HOST,
+};
+enum ag_script_mode ag_script_mode(char *const *argv);
+
+/* A script job's environment: MUSTER_SCRIPT_MODE=tasks|batch-host and,
+ * with srun_dir (borrowed; NULL = none), srun_dir first on PATH. Steals
+ * env, returns the new array (ag_env_free); other jobs' env unchanged. */
+char **ag_script_env(char **env, const struct ag_spec *s, const char *srun_dir);
 
 /* The environment of local process `local_rank` of the run: `base`
  * (normally environ, borrowed; MUSTER_* entries are dropped so the agent's

@@ -320,6 +320,47 @@ char **ag_launch_env(const struct ag_spec *s, int local_rank, const char *hostfi
 	return b.v;
 }
 
+/* The first line of the API's --batch-host runner (api/codec_script.c):
+ * the processes other than the rank-0 node's first end at once. */
+static const char batch_host_guard[] =
+	"[ \"${NODE_RANK:-0}\" = 0 ] && [ \"${LOCAL_RANK:-0}\" = 0 ] || exit 0\n";
+
+enum ag_script_mode ag_script_mode(char *const *argv)
+{
+	int n = 0;
+
+	while (argv && argv[n] && n < 5)
+		n++;
+	if (n < 5 || strcmp(argv[0], "/bin/sh") || strcmp(argv[1], "-c") ||
+	    strcmp(argv[3], "muster-batch"))
+		return AG_SCRIPT_NONE;
+	return strncmp(argv[2], batch_host_guard, sizeof(batch_host_guard) - 1) == 0
+		       ? AG_SCRIPT_BATCH_HOST : AG_SCRIPT_TASKS;
+}
+
+char **ag_script_env(char **env, const struct ag_spec *s, const char *srun_dir)
+{
+	enum ag_script_mode m = s->launcher ? AG_SCRIPT_NONE : ag_script_mode(s->argv);
+	struct envb b = { .v = env };
+	const char *path = NULL;
+
+	if (m == AG_SCRIPT_NONE)
+		return env;
+	while (b.v[b.n])
+		b.n++;
+	b.cap = b.n + 1;
+	env_set(&b, "MUSTER_SCRIPT_MODE", m == AG_SCRIPT_BATCH_HOST ? "batch-host" : "tasks");
+	for (size_t i = 0; i < b.n && !path; i++)
+		if (strncmp(b.v[i], "PATH=", 5) == 0)
+			path = b.v[i] + 5;
+	if (srun_dir && *srun_dir) {
+		char *p = mu_asprintf("%s%s%s", srun_dir, path && *path ? ":" : "", path ? path : "");
+		env_set(&b, "PATH", p);
+		mu_free(p);
+	}
+	return b.v;
+}
+
 char **ag_launch_argv(const struct ag_spec *s, const char *hostfile)
 {
 	char rank[16], port[16], job[32];
@@ -771,7 +812,7 @@ int ag_run_start(struct ag_run *r, const struct ag_spec *s, const struct ag_node
 			rc = MU_EIO;
 			goto out;
 		}
-		env = ag_launch_env(s, i, hostfile, environ, id);
+		env = ag_script_env(ag_launch_env(s, i, hostfile, environ, id), s, n->srun_dir);
 		pid_t pid = fork();
 		if (pid < 0) {
 			close(pfd[0]);

@@ -33,7 +33,7 @@
 static char *api_addr, *token_file, *token_flag, *node_name, *address, *topology, *labels, *state_dir;
 static char *gpu_backend, *fake_model, *fabric_ifaces, *sysfs_net, *log_level;
 static char *cgroups, *cgroup_root, *cgroup_devices, *gpu_dev_dir;
-static char *tls_ca, *tls_cert, *tls_key;
+static char *tls_ca, *tls_cert, *tls_key, *srun_dir;
 static long long fake_gpus, fake_memory_mb, heartbeat_ms, default_grace_s, min_uid, pids_max;
 static long long log_retention_ms;
 static bool allow_root_jobs, single_user;
@@ -99,6 +99,9 @@ static const struct mu_opt opts[] = {
 	{ "log-retention", "MUSTER_AGENT_LOG_RETENTION", MU_OPT_DURATION, "7d",
 	  "how long an ended run's directory (its stdout/stderr logs) stays on the node",
 	  &log_retention_ms },
+	{ "srun-dir", "MUSTER_AGENT_SRUN_DIR", MU_OPT_STR, "",
+	  "the directory of muster's srun, first on script jobs' PATH (default: "
+	  MU_SRUN_RELDIR " beside bin/, else " MU_SRUN_DIR "; \"none\": no srun)", &srun_dir },
 	{ "tls-ca", "MUSTER_AGENT_TLS_CA", MU_OPT_STR, "",
 	  "PEM CA of muster-api's certificate: the stream then uses TLS", &tls_ca },
 	{ "tls-cert", "MUSTER_AGENT_TLS_CERT", MU_OPT_STR, "",
@@ -683,6 +686,59 @@ static void split_ifaces(struct agent *a)
 	mu_free(copy);
 }
 
+/* Owned by root or this agent and writable by no one else: the jobs of
+ * other accounts run what is in it. */
+static bool safe_path(const char *path, bool dir)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && (dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode)) &&
+	       (st.st_uid == 0 || st.st_uid == geteuid()) && !(st.st_mode & (S_IWGRP | S_IWOTH)) &&
+	       (st.st_mode & S_IXOTH);
+}
+
+/* The srun directory (docs/agent.md, "Script jobs"): --srun-dir, else
+ * <this binary's dir>/../MU_SRUN_RELDIR (the install tree's layout, and the
+ * build tree's: muster-agent in build/agent, srun in build/libexec/...),
+ * else MU_SRUN_DIR. new, or NULL (no srun) with a warning. */
+static char *find_srun_dir(void)
+{
+	char exe[4096], cand[8192];
+	ssize_t n;
+
+	if (!strcmp(srun_dir, "none"))
+		return NULL;
+	if (*srun_dir) {
+		snprintf(cand, sizeof(cand), "%s/srun", srun_dir);
+		if (safe_path(srun_dir, true) && safe_path(cand, false))
+			return mu_strdup(srun_dir);
+		mu_warn("node=%s --srun-dir %s: no srun there, or not owned by root (or this agent) "
+			"and writable only by it: script jobs get no srun", node_name, srun_dir);
+		return NULL;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		char *slash = strrchr(exe, '/');
+		if (slash)
+			*slash = '\0';
+		snprintf(cand, sizeof(cand), "%s/../%s/srun", exe, MU_SRUN_RELDIR);
+		if (safe_path(cand, false)) {
+			*strrchr(cand, '/') = '\0';
+			char *real = realpath(cand, NULL);
+			char *dir = real && safe_path(real, true) ? mu_strdup(real) : NULL;
+			free(real);
+			if (dir)
+				return dir;
+		}
+	}
+	snprintf(cand, sizeof(cand), "%s/srun", MU_SRUN_DIR);
+	if (safe_path(MU_SRUN_DIR, true) && safe_path(cand, false))
+		return mu_strdup(MU_SRUN_DIR);
+	mu_warn("node=%s no srun found (%s): script jobs that call srun fail", node_name, MU_SRUN_DIR);
+	return NULL;
+}
+
 /* Identity policy, cgroups, GPU device nodes: what every run shares. */
 static int setup_node(struct agent *a, struct mu_error *err)
 {
@@ -707,6 +763,9 @@ static int setup_node(struct agent *a, struct mu_error *err)
 		return MU_EINVAL;
 	}
 	n->pids_max = (int)pids_max;
+	n->srun_dir = find_srun_dir();
+	if (n->srun_dir)
+		mu_info("node=%s script jobs get srun from %s", node_name, n->srun_dir);
 	if (ag_runas_policy_init(&n->runas, (long)min_uid, allow_root_jobs, single_user) != 0) {
 		fprintf(stderr, "muster-agent: uid %d has no passwd entry\n", (int)geteuid());
 		return MU_EINVAL;

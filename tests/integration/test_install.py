@@ -22,6 +22,8 @@ SRC = harness.SOURCE_DIR
 TMP = tempfile.mkdtemp(prefix="muster-install.", dir="/tmp")
 os.chmod(TMP, 0o755)
 BINARIES = ["muster-api", "muster-scheduler", "muster-agent", "muster", "muster-devdb", "muster-sim"]
+# helpers outside bin/: installed path under the prefix -> CMake target
+HELPERS = {"libexec/muster/bin/srun": "muster-srun"}
 
 
 def install(prefix, destdir=None):
@@ -51,6 +53,11 @@ def test_install_layout():
     for b in BINARIES:
         f = os.path.join(p, "bin", b)
         check(os.path.isfile(f) and os.access(f, os.X_OK), "installed binary", f)
+    for h in HELPERS:
+        f = os.path.join(p, h)
+        # jobs of every account run it; only root may change it
+        check(os.path.isfile(f) and os.stat(f).st_mode & 0o777 == 0o755, "installed helper", f)
+        check(os.stat(os.path.dirname(f)).st_mode & 0o022 == 0, "helper dir writable by owner only", f)
     mig = sorted(os.path.basename(f) for f in glob.glob(os.path.join(p, "share/muster/migrations/*.sql")))
     src = sorted(os.path.basename(f) for f in glob.glob(os.path.join(SRC, "store/migrations/*.sql")))
     check_eq(mig, src, "migrations installed")
@@ -124,6 +131,14 @@ def test_smoke_from_installed_tree():
             check(jid, "a job was stored", r.stdout)
             c.wait_until(lambda: c.sql_value("SELECT state FROM jobs WHERE id = $1", jid) == "COMPLETED",
                          60, "installed cluster ran the job")
+            # a batch script's srun: the installed agent finds the installed srun
+            sb = os.path.join(c.dir, "srun.sbatch")
+            with open(sb, "w") as f:
+                f.write("#!/bin/sh\nsrun --ntasks-per-node=1 --mpi=pmix true\n")
+            r = subprocess.run([os.path.join(bindir, "muster"), "submit", "--wait", sb],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e,
+                               cwd=c.dir, timeout=90)
+            check_eq(r.returncode, 0, "a script calling srun", r.stdout, r.stderr)
     finally:
         if old is None:
             os.environ.pop("MUSTER_BUILD_DIR", None)
@@ -171,7 +186,12 @@ def test_dockerfile_matches_install_tree():
     check_eq(inst_bins, sorted(BINARIES), "installed binaries")
     tm = re.search(r"cmake --build .*?--target ([\w\s-]+?)\s*&&", text)
     check(tm, "the build stage names its targets")
-    check_eq(sorted(tm.group(1).split()), inst_bins, "--target list = installed binaries")
+    inst_helpers = sorted(h for h in HELPERS if os.path.isfile(os.path.join(dest, prefix.lstrip("/"), h)))
+    check_eq(inst_helpers, sorted(HELPERS), "installed helpers")
+    check_eq(sorted(tm.group(1).split()), sorted(inst_bins + list(HELPERS.values())),
+             "--target list = installed binaries and helpers")
+    for h in HELPERS:
+        check(prefix + "/" + os.path.dirname(os.path.dirname(h)) in copied, "the runtime stage copies", h)
     cm = re.search(r'^CMD \["([\w-]+)"', text, re.M)
     check(cm and cm.group(1) in inst_bins, "CMD runs an installed binary")
     # runtime packages: the Debian package of every library a binary needs
@@ -182,8 +202,8 @@ def test_dockerfile_matches_install_tree():
     provided = pkgs | base
     if sanitized():
         return  # `make asan`'s binaries link the sanitizer runtimes; the image builds without
-    for b in inst_bins:
-        exe = os.path.join(dest, prefix.lstrip("/"), "bin", b)
+    for b in inst_bins + list(HELPERS):
+        exe = os.path.join(dest, prefix.lstrip("/"), b if "/" in b else "bin/" + b)
         needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.+)\]",
                             subprocess.run(["readelf", "-d", exe], stdout=subprocess.PIPE, text=True).stdout)
         ldd = subprocess.run(["ldd", exe], stdout=subprocess.PIPE, text=True).stdout
