@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "codec_job.h"
-#include "fairtree.h"
+#include "fairshare.h"
 #include "ops_jobs.h"
 #include "plan.h"
 #include "sched.h"
@@ -126,31 +126,18 @@ int ops_sched_fairshare(PGconn *db, struct mu_arena *a, const struct ops_princip
 	*nrows = 0;
 	if (ret < 0)
 		return ret;
-	if (!nt)
-		return mu_error_set(err, MU_EINTERNAL, "", "no root tenant");
+	/* computed over the whole tree (the factors are relative to it), shown
+	 * for the caller's subtree only */
+	if (plan_fairshare(t, nt, u, nu, a, &as, err) < 0) {
+		err->code = MU_EINTERNAL;
+		return MU_EINTERNAL;
+	}
 	n = nt + nu;
-	as = mu_arena_alloc(a, sizeof(*as) * n);
 	raw = mu_arena_alloc(a, sizeof(*raw) * n);
 	dec = mu_arena_alloc(a, sizeof(*dec) * n);
-	for (size_t i = 0; i < nt; i++) {
-		as[i].parent = -1;
-		for (size_t k = 0; k < nt && i; k++)
-			if (t[k].id == t[i].parent_id)
-				as[i].parent = (int)k;
-		as[i].shares = t[i].shares;
-		as[i].name = t[i].name;
-	}
+	memset(raw, 0, sizeof(*raw) * n);
+	memset(dec, 0, sizeof(*dec) * n);
 	for (size_t i = 0; i < nu; i++) {
-		struct fairtree_assoc *x = &as[nt + i];
-
-		x->parent = 0;
-		for (size_t k = 0; k < nt; k++)
-			if (t[k].id == u[i].tenant_id)
-				x->parent = (int)k;
-		x->is_user = true;
-		x->shares = 1;
-		x->usage = u[i].decayed;
-		x->name = u[i].user;
 		raw[nt + i] = u[i].raw;
 		dec[nt + i] = u[i].decayed;
 	}
@@ -162,10 +149,6 @@ int ops_sched_fairshare(PGconn *db, struct mu_arena *a, const struct ops_princip
 			if (q == 0)
 				break;
 		}
-	/* computed over the whole tree (the factors are relative to it), shown
-	 * for the caller's subtree only */
-	if (fairtree_compute(as, n) < 0)
-		return mu_error_set(err, MU_EINTERNAL, "", "fair share: malformed tenant tree");
 	out = mu_arena_alloc(a, sizeof(*out) * n);
 	for (size_t i = 0; i < n; i++) {
 		bool user = i >= nt;

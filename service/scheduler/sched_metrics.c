@@ -7,7 +7,7 @@
 
 #include "alloc.h"
 #include "db.h"
-#include "fairtree.h"
+#include "fairshare.h"
 #include "log.h"
 #include "metrics.h"
 #include "store_metrics.h"
@@ -55,36 +55,14 @@ static int fairshare(PGconn *c, struct mu_buf *b, struct mu_error *err)
 	struct store_sched_fs_tenant *t;
 	struct store_sched_fs_user *u;
 	struct fairtree_assoc *as;
-	size_t nt, nu, n;
+	size_t nt, nu;
 	int ret;
 
 	mu_arena_init(&a, 16384);
 	ret = store_sched_fairshare_load(c, &a, &t, &nt, &u, &nu, err);
 	if (ret < 0 || !nt)
 		goto out;
-	n = nt + nu;
-	as = mu_arena_alloc(&a, sizeof(*as) * n);
-	memset(as, 0, sizeof(*as) * n);
-	for (size_t i = 0; i < nt; i++) {
-		as[i].parent = -1;
-		for (size_t k = 0; k < nt && i; k++)
-			if (t[k].id == t[i].parent_id)
-				as[i].parent = (int)k;
-		as[i].shares = t[i].shares;
-		as[i].name = t[i].name;
-	}
-	for (size_t i = 0; i < nu; i++) {
-		struct fairtree_assoc *x = &as[nt + i];
-
-		for (size_t k = 0; k < nt; k++)
-			if (t[k].id == u[i].tenant_id)
-				x->parent = (int)k;
-		x->is_user = true;
-		x->shares = 1;
-		x->usage = u[i].decayed;
-		x->name = u[i].user;
-	}
-	if (fairtree_compute(as, n) < 0)
+	if ((ret = plan_fairshare(t, nt, u, nu, &a, &as, err)) < 0)
 		goto out;
 	mu_metrics_head(b, "muster_fairshare_factor", "gauge",
 			"Fair Tree level fair share per tenant: normalised shares over normalised usage (+Inf: no usage).");
