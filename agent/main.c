@@ -974,6 +974,7 @@ out:
 	mu_free(a.ifaces);
 	mu_free(a.link_up);
 	mu_free(a.runs);
+	mu_free((char *)a.node.srun_dir); /* find_srun_dir's */
 	mu_config_release(opts, sizeof(opts) / sizeof(opts[0]));
 	ag_token_wipe();
 	return rc;
