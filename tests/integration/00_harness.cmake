@@ -2,7 +2,7 @@
 # before the other fragments (tests/integration/CMakeLists.txt includes
 # *.cmake in sorted order).
 #
-#   muster_py_test(<test name> <file.py> [TIMEOUT s] [ARGS a...] [LABELS l...] [RUN_SERIAL])
+#   muster_py_test(<test name> <file.py> [TIMEOUT s] [COST s] [ARGS a...] [LABELS l...] [RUN_SERIAL])
 #
 # <file.py> is relative to the calling fragment's directory. The test runs
 # with /usr/bin/python3 (Debian's modules: jsonschema, yaml, grpc), with
@@ -12,7 +12,7 @@ set(MUSTER_PYTHON /usr/bin/python3 CACHE FILEPATH "Python for integration tests"
 set(MUSTER_SHARED_DIR ${CMAKE_SOURCE_DIR}/../shared CACHE PATH "the shared/ folder beside the repository")
 
 function(muster_py_test name file)
-  cmake_parse_arguments(PARSE_ARGV 2 T "RUN_SERIAL" "TIMEOUT" "ARGS;LABELS")
+  cmake_parse_arguments(PARSE_ARGV 2 T "RUN_SERIAL" "TIMEOUT;COST" "ARGS;LABELS")
   if(NOT IS_ABSOLUTE ${file})
     set(file ${CMAKE_CURRENT_LIST_DIR}/${file})
   endif()
@@ -27,5 +27,10 @@ function(muster_py_test name file)
     LABELS "integration;${T_LABELS}")
   if(T_RUN_SERIAL)
     set_tests_properties(${name} PROPERTIES RUN_SERIAL TRUE)
+  endif()
+  # COST: the test's usual seconds. ctest starts the costliest first, so on
+  # a clean clone (no timing data yet) a long test does not start last.
+  if(T_COST)
+    set_tests_properties(${name} PROPERTIES COST ${T_COST})
   endif()
 endfunction()
