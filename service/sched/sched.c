@@ -791,8 +791,12 @@ static void commit_start(struct cyc *c, size_t ji, const struct sched_alloc *a, 
 	for (size_t k = 0; k < na; k++) {
 		int n = a[k].node;
 		int before = sched__pc(c->freemask[n]);
-		if (c->inc)
+		if (c->inc && !c->inc->by_runs) {
 			sched__inc_touch(c, n);
+		} else if (c->inc && a[k].gpus && c->inc->fab[n] && !c->inc->bad[n]) { /* kept: node_bad() once used */
+			c->inc->bad[n] = true;
+			c->inc->nbad++;
+		}
 		c->freemask[n] &= ~a[k].gpus;
 		if (c->inc) { /* batched: a wide gang's nodes come in runs */
 			sched__inc_move(c->inc, n, before, sched__pc(c->freemask[n]));

@@ -101,6 +101,8 @@ void sched__inc_free(struct inc *in)
 	free(in->wseg);
 	free(in->vr_bits);
 	free(in->vr_alloc);
+	free(in->kept);
+	free(in->fab);
 	free(in);
 }
 
@@ -505,6 +507,7 @@ static int build(struct cyc *c, struct inc *in)
 	in->nw = (nn + 63) / 64 + 1;
 	in->up = sched__xcalloc(ns, sizeof(bool));
 	in->bad = sched__xcalloc(ns, sizeof(bool));
+	in->fab = sched__xcalloc(ns, sizeof(bool));
 	in->avail = sched__xcalloc(ns, sizeof(uint64_t));
 	in->freemask = sched__xcalloc(ns, sizeof(uint64_t));
 	in->cnt = sched__xcalloc((size_t)(in->nmodels + 1) * 65, sizeof(int));
@@ -528,6 +531,7 @@ static int build(struct cyc *c, struct inc *in)
 			bucket(in, (int)i, sched__pc(in->freemask[i]), +1);
 		in->bad[i] = node_bad(x);
 		in->nbad += in->bad[i];
+		in->fab[i] = x->fabric_down;
 	}
 	in->own_g = sched__xcalloc(s->ntenants + 1, sizeof(int64_t));
 	in->own_j = sched__xcalloc(s->ntenants + 1, sizeof(int));
@@ -657,6 +661,29 @@ static int rebuild_after(struct cyc *c, size_t i)
 }
 
 /*
+ * The nodes of a[0..na) back from the snapshot where only their used GPUs
+ * can have changed (a run's start or end, delta->by_runs): state, health
+ * and static fields are the view's, by the caller's promise or because the
+ * node was listed and applied already.
+ */
+static void reread(struct inc *in, const struct sched_snapshot *s, const struct sched_alloc *a, size_t na)
+{
+	for (size_t i = 0; i < na; i++) {
+		int n = a[i].node;
+		const struct sched_node *x = &s->nodes[n];
+		uint64_t fm = in->avail[n] & ~x->used;
+		bool odd = node_odd(in, n);
+		if (in->up[n])
+			sched__inc_move(in, n, sched__pc(in->freemask[n]), sched__pc(fm));
+		in->freemask[n] = fm;
+		in->nodd += (size_t)node_odd(in, n) - (size_t)odd;
+		in->nbad -= in->bad[n];
+		in->bad[n] = node_bad(x);
+		in->nbad += in->bad[n];
+	}
+}
+
+/*
  * 0 applied; 1 rebuild from the snapshot; 2 the view cannot describe it;
  * SCHED_EINVAL a delta that does not check (then the view is to be freed).
  */
@@ -706,13 +733,38 @@ static int apply(struct cyc *c, struct inc *in)
 		in->nbad -= in->bad[n];
 		in->bad[n] = node_bad(x);
 		in->nbad += in->bad[n];
+		in->fab[n] = x->fabric_down;
 	}
-	sched__inc_flush(in);
 	if ((ret = check_added(c)))
 		return ret;
-	for (size_t i = 0; i < d->nremoved; i++)
-		if (!run_del(in, d->removed[i]))
+	/*
+	 * The previous cycle's kept starts (delta->by_runs then): each is
+	 * found among the added runs, in order, with its allocation, or its
+	 * nodes are read back from the snapshot; with by_runs the nodes of the
+	 * other added runs and of the removed ones are read back too.
+	 */
+	size_t k = 0;
+	for (size_t i = 0; i < d->nadded; i++) {
+		const struct sched_run *r = &s->runs[d->added[i]];
+		if (k < in->nkept && r->job_id == in->kept[k].job_id && r->nalloc == in->kept[k].nalloc &&
+		    (!r->nalloc || memcmp(r->alloc, in->kept[k].alloc, r->nalloc * sizeof(*r->alloc)) == 0)) {
+			k++;
+		} else if (d->by_runs) {
+			reread(in, s, r->alloc, r->nalloc);
+		}
+	}
+	for (; k < in->nkept; k++)
+		reread(in, s, in->kept[k].alloc, in->kept[k].nalloc);
+	in->nkept = 0;
+	for (size_t i = 0; i < d->nremoved; i++) {
+		int sl = hget(in, d->removed[i]);
+		if (sl < 0)
 			return 1;
+		if (d->by_runs)
+			reread(in, s, in->slot[sl].alloc, in->slot[sl].nalloc);
+		run_del(in, d->removed[i]);
+	}
+	sched__inc_flush(in);
 	for (size_t i = 0; i < d->nadded; i++)
 		if (!run_add(in, &s->runs[d->added[i]], true, s->now))
 			return s->runs[d->added[i]].stopping ? 2 : 1;
@@ -751,6 +803,8 @@ int sched__inc_begin(struct cyc *c, int (*validate)(struct cyc *))
 		goto out_full;
 	in->nusers = s->nusers;
 	in->now = s->now; /* planned ends are right for this time and later ones */
+	in->by_runs = s->delta->by_runs;
+	in->nkept = 0;
 	c->inc = in;
 	c->now = s->now;
 	c->nn = s->nnodes;
@@ -826,6 +880,13 @@ void sched__inc_end(struct cyc *c)
 	}
 	sched__inc_flush(in);
 	in->ntouched = 0;
+	in->nkept = 0;
+	if (in->by_runs) { /* the starts stay: the next call finds them among its added runs */
+		const struct sched_decisions *d = c->d;
+		in->kept = sched__grow(in->kept, &in->cap_kept, d->nstarts + 1, sizeof(*in->kept));
+		for (size_t i = 0; i < d->nstarts; i++)
+			in->kept[in->nkept++] = (struct kept){ d->starts[i].job_id, d->starts[i].nalloc, d->starts[i].alloc };
+	}
 	for (size_t i = 0; i < c->nresv; i++)
 		in->rhead[c->resv[i].node] = -1;
 	in->vr.on = false;

@@ -226,6 +226,21 @@ struct inc {
 	struct vres vr_cand;            /* what the last whole-node sweep found (on: valid) */
 	uint32_t ne_gen;                /* this cycle's */
 	struct bmove bmv;               /* bucket moves not yet in cnt and bm */
+	/*
+	 * delta->by_runs: this cycle's starts stay in the view (by_runs, set for
+	 * the cycle) and the next call finds them among its added runs (kept:
+	 * the starts, their allocations borrowed from the decisions' arena, which
+	 * a cycle reuses only after its delta is applied). fab: per node,
+	 * fabric_down (a start there makes the node bad, see node_bad()).
+	 */
+	bool by_runs;
+	struct kept {
+		int64_t job_id;
+		size_t nalloc;
+		const struct sched_alloc *alloc;
+	} *kept;
+	size_t nkept, cap_kept;
+	bool *fab;
 };
 
 struct cyc {

@@ -67,11 +67,12 @@ struct sim {
 	/* fragmentation accounting */
 	int64_t free_gpus, partial_free, frag_t;
 	double frag_sum, frag_time;
-	/* what changed since the previous pass, for the core's delta (not with o->full_rebuild) */
-	int *dnode;
-	uint32_t *dflag;          /* node n is in dnode when dflag[n] == dgen (a new list is dgen++) */
-	uint32_t dgen;
-	size_t ndnode;
+	/*
+	 * What changed since the previous pass, for the core's delta (not with
+	 * o->full_rebuild): runs only (delta.by_runs): nodes change here only by
+	 * runs starting and ending, which the core reads from the runs.
+	 */
+	bool delta;
 	struct term *dadd;        /* job and seq of runs started since */
 	size_t nadd, cap_add;
 	size_t *dadd_run;
@@ -377,10 +378,6 @@ static void frag_advance(struct sim *s, int64_t t)
 static void set_used(struct sim *s, const struct sched_alloc *a, size_t na, bool used)
 {
 	for (size_t k = 0; k < na; k++) {
-		if (s->dflag && s->dflag[a[k].node] != s->dgen) {
-			s->dflag[a[k].node] = s->dgen;
-			s->dnode[s->ndnode++] = a[k].node;
-		}
 		struct sched_node *x = &s->nodes[a[k].node];
 		uint64_t u = used ? x->used | a[k].gpus : x->used & ~a[k].gpus;
 		if (x->state == SCHED_NODE_UP) { /* frag_node() -1 and +1 with one count of the healthy GPUs */
@@ -423,7 +420,7 @@ static void run_remove(struct sim *s, size_t ji)
 		return;
 	size_t r = (size_t)j->run;
 	set_used(s, j->alloc, j->nalloc, false);
-	if (s->dflag) {
+	if (s->delta) {
 		if (j->unreported) { /* started and gone between two passes: the core never saw it */
 			j->unreported = false;
 		} else {
@@ -647,7 +644,7 @@ static int pass(struct sim *s, struct mu_error *err, bool *preempted)
 	snap.nusers = s->nusers;
 	snap.users = s->users;
 	struct sched_delta delta = { 0 };
-	if (s->dflag) {
+	if (s->delta) {
 		size_t na = 0;
 		s->dadd_run = mu_grow(s->dadd_run, &s->cap_add_run, s->nadd + 1, sizeof(*s->dadd_run));
 		for (size_t i = 0; i < s->nadd; i++) {
@@ -657,17 +654,12 @@ static int pass(struct sim *s, struct mu_error *err, bool *preempted)
 				j->unreported = false;
 			}
 		}
-		delta = (struct sched_delta){ s->ndnode, s->dnode, na, s->dadd_run, s->nrem, s->drem };
+		delta = (struct sched_delta){ 0, NULL, na, s->dadd_run, s->nrem, s->drem, .by_runs = true };
 		snap.delta = &delta;
 	}
 	ret = sched_cycle(&snap, &s->d);
-	if (s->dflag) {
-		if (++s->dgen == 0) { /* wrapped: no stamp may look current */
-			memset(s->dflag, 0, (s->cl->nnodes + 1) * sizeof(*s->dflag));
-			s->dgen = 1;
-		}
-		s->ndnode = s->nadd = s->nrem = 0;
-	}
+	if (s->delta)
+		s->nadd = s->nrem = 0;
 	if (ret)
 		return mu_error_set(err, MU_EINTERNAL, "", "policy core: %s", s->d.error);
 	const struct sched_decisions *d = &s->d;
@@ -741,7 +733,7 @@ static int pass(struct sim *s, struct mu_error *err, bool *preempted)
 		};
 		s->run_job[s->nruns] = ji;
 		j->run = (int)s->nruns++;
-		if (s->dflag) {
+		if (s->delta) {
 			j->unreported = true;
 			s->dadd = mu_grow(s->dadd, &s->cap_add, s->nadd + 1, sizeof(*s->dadd));
 			s->dadd[s->nadd++] = (struct term){ 0, j->seq, ji };
@@ -816,11 +808,7 @@ int sim_run(struct sim_cluster *cl, const struct trace *tr, const struct sim_opt
 	s.run_job = mu_calloc(tr->njobs + 1, sizeof(size_t));
 	s.pend = mu_calloc(tr->njobs + 1, sizeof(*s.pend));
 	s.pend_job = mu_calloc(tr->njobs + 1, sizeof(size_t));
-	if (!o->full_rebuild) {
-		s.dnode = mu_malloc((cl->nnodes + 1) * sizeof(*s.dnode));
-		s.dflag = mu_calloc(cl->nnodes + 1, sizeof(*s.dflag));
-		s.dgen = 1;
-	}
+	s.delta = !o->full_rebuild;
 	s.settings = cl->settings;
 	s.settings.quiet = true;
 	s.settings.unnamed_reservations = true; /* it reads only their start */
@@ -937,8 +925,6 @@ out:
 	mu_free(s.pend);
 	mu_free(s.pend_job);
 	mu_free(s.heap);
-	mu_free(s.dnode);
-	mu_free(s.dflag);
 	mu_free(s.dadd);
 	mu_free(s.dadd_run);
 	mu_free(s.drem);
