@@ -684,6 +684,31 @@ static void reread(struct inc *in, const struct sched_snapshot *s, const struct 
 }
 
 /*
+ * A removed run's GPUs a[0..na) are free again (delta->by_runs): the view
+ * describes the previous snapshot, so the node's free GPUs are its own plus
+ * these, without a read of the node; a node that is not bad stays so (its
+ * used GPUs only shrink), a bad one is read back.
+ */
+static void release(struct inc *in, const struct sched_snapshot *s, const struct sched_alloc *a, size_t na)
+{
+	for (size_t i = 0; i < na; i++) {
+		int n = a[i].node;
+		if (in->bad[n]) {
+			reread(in, s, &a[i], 1);
+			continue;
+		}
+		uint64_t fm = in->freemask[n] | (a[i].gpus & in->avail[n]);
+		if (fm == in->freemask[n])
+			continue;
+		bool odd = node_odd(in, n);
+		if (in->up[n])
+			sched__inc_move(in, n, sched__pc(in->freemask[n]), sched__pc(fm));
+		in->freemask[n] = fm;
+		in->nodd += (size_t)node_odd(in, n) - (size_t)odd;
+	}
+}
+
+/*
  * 0 applied; 1 rebuild from the snapshot; 2 the view cannot describe it;
  * SCHED_EINVAL a delta that does not check (then the view is to be freed).
  */
@@ -738,11 +763,21 @@ static int apply(struct cyc *c, struct inc *in)
 	if ((ret = check_added(c)))
 		return ret;
 	/*
-	 * The previous cycle's kept starts (delta->by_runs then): each is
-	 * found among the added runs, in order, with its allocation, or its
-	 * nodes are read back from the snapshot; with by_runs the nodes of the
-	 * other added runs and of the removed ones are read back too.
+	 * With by_runs, the removed runs' GPUs are free (before anything is
+	 * read back: a run added in this delta may hold them now). The
+	 * previous cycle's kept starts (delta->by_runs then): each is found
+	 * among the added runs, in order, with its allocation, or its nodes
+	 * are read back from the snapshot; with by_runs so are the nodes of
+	 * the other added runs.
 	 */
+	for (size_t i = 0; i < d->nremoved; i++) {
+		int sl = hget(in, d->removed[i]);
+		if (sl < 0)
+			return 1;
+		if (d->by_runs)
+			release(in, s, in->slot[sl].alloc, in->slot[sl].nalloc);
+		run_del(in, d->removed[i]);
+	}
 	size_t k = 0;
 	for (size_t i = 0; i < d->nadded; i++) {
 		const struct sched_run *r = &s->runs[d->added[i]];
@@ -756,14 +791,6 @@ static int apply(struct cyc *c, struct inc *in)
 	for (; k < in->nkept; k++)
 		reread(in, s, in->kept[k].alloc, in->kept[k].nalloc);
 	in->nkept = 0;
-	for (size_t i = 0; i < d->nremoved; i++) {
-		int sl = hget(in, d->removed[i]);
-		if (sl < 0)
-			return 1;
-		if (d->by_runs)
-			reread(in, s, in->slot[sl].alloc, in->slot[sl].nalloc);
-		run_del(in, d->removed[i]);
-	}
 	sched__inc_flush(in);
 	for (size_t i = 0; i < d->nadded; i++)
 		if (!run_add(in, &s->runs[d->added[i]], true, s->now))

@@ -377,6 +377,7 @@ static void frag_advance(struct sim *s, int64_t t)
 
 static void set_used(struct sim *s, const struct sched_alloc *a, size_t na, bool used)
 {
+	int64_t df = 0, dp = 0; /* locals: the stores to nodes cannot alias them */
 	for (size_t k = 0; k < na; k++) {
 		struct sched_node *x = &s->nodes[a[k].node];
 		uint64_t u = used ? x->used | a[k].gpus : x->used & ~a[k].gpus;
@@ -384,11 +385,13 @@ static void set_used(struct sim *s, const struct sched_alloc *a, size_t na, bool
 			int h = popcount64(x->healthy), f0, p0, f1, p1;
 			frag_count(x, x->used, h, &f0, &p0);
 			frag_count(x, u, h, &f1, &p1);
-			s->free_gpus += f1 - f0;
-			s->partial_free += p1 - p0;
+			df += f1 - f0;
+			dp += p1 - p0;
 		}
 		x->used = u;
 	}
+	s->free_gpus += df;
+	s->partial_free += dp;
 }
 
 static void pend_insert(struct sim *s, size_t ji)
