@@ -380,17 +380,17 @@ static bool run_add(struct inc *in, const struct sched_run *r, bool sorted, int6
 		x->cap_alloc = r->nalloc + 1;
 		x->alloc = sched__xmalloc(x->cap_alloc * sizeof(*x->alloc));
 	}
-	if (r->nalloc)
-		memcpy(x->alloc, r->alloc, r->nalloc * sizeof(*x->alloc));
 	x->nalloc = r->nalloc;
 	x->whole = true;
 	x->wgen = 0;
-	for (size_t a = 0; a < r->nalloc; a++)
-		if (r->alloc[a].gpus) {
-			g += sched__pc(r->alloc[a].gpus);
-			own(in, r->alloc[a].node, +1);
-			x->whole = x->whole && r->alloc[a].gpus == full_mask(in, r->alloc[a].node);
-		}
+	for (size_t a = 0; a < r->nalloc; a++) { /* the copy and the owner counts in one pass */
+		x->alloc[a] = r->alloc[a];
+		if (!r->alloc[a].gpus)
+			continue;
+		g += sched__pc(r->alloc[a].gpus);
+		own(in, r->alloc[a].node, +1);
+		x->whole = x->whole && r->alloc[a].gpus == full_mask(in, r->alloc[a].node);
+	}
 	in->nsplit += !x->whole;
 	x->run_id = r->run_id;
 	x->lim = r->start + (r->time_limit > 0 ? r->time_limit : 1);
@@ -418,7 +418,8 @@ static bool run_add(struct inc *in, const struct sched_run *r, bool sorted, int6
 	return true;
 }
 
-static bool run_del(struct inc *in, int64_t run_id)
+/* parts: take its parts off their nodes' owner counts (false: release() did). */
+static bool run_del(struct inc *in, int64_t run_id, bool parts)
 {
 	int k = hget(in, run_id);
 	if (k < 0)
@@ -428,7 +429,7 @@ static bool run_del(struct inc *in, int64_t run_id)
 		keys_del(in->rk, &in->nrk, x->end, k);
 	if (x->in_pk)
 		keys_del(in->pk, &in->npk, x->pe, k);
-	for (size_t a = 0; a < x->nalloc; a++)
+	for (size_t a = 0; a < x->nalloc && parts; a++)
 		if (x->alloc[a].gpus)
 			own(in, x->alloc[a].node, -1);
 	in->nsplit -= !x->whole;
@@ -683,28 +684,41 @@ static void reread(struct inc *in, const struct sched_snapshot *s, const struct 
 	}
 }
 
+/* Field by field: the padding of struct sched_alloc need not match. */
+static bool same_alloc(const struct sched_alloc *a, const struct sched_alloc *b, size_t n)
+{
+	bool same = true;
+	for (size_t i = 0; i < n; i++)
+		same &= a[i].node == b[i].node && a[i].gpus == b[i].gpus;
+	return same;
+}
+
 /*
  * A removed run's GPUs a[0..na) are free again (delta->by_runs): the view
  * describes the previous snapshot, so the node's free GPUs are its own plus
  * these, without a read of the node; a node that is not bad stays so (its
- * used GPUs only shrink), a bad one is read back.
+ * used GPUs only shrink), a bad one is read back. Its parts leave the
+ * nodes' owner counts in the same pass (run_del() then skips them).
  */
 static void release(struct inc *in, const struct sched_snapshot *s, const struct sched_alloc *a, size_t na)
 {
 	for (size_t i = 0; i < na; i++) {
 		int n = a[i].node;
+		if (!a[i].gpus)
+			continue;
 		if (in->bad[n]) {
 			reread(in, s, &a[i], 1);
-			continue;
+		} else {
+			uint64_t fm = in->freemask[n] | (a[i].gpus & in->avail[n]);
+			if (fm != in->freemask[n]) {
+				bool odd = node_odd(in, n);
+				if (in->up[n])
+					sched__inc_move(in, n, sched__pc(in->freemask[n]), sched__pc(fm));
+				in->freemask[n] = fm;
+				in->nodd += (size_t)node_odd(in, n) - (size_t)odd;
+			}
 		}
-		uint64_t fm = in->freemask[n] | (a[i].gpus & in->avail[n]);
-		if (fm == in->freemask[n])
-			continue;
-		bool odd = node_odd(in, n);
-		if (in->up[n])
-			sched__inc_move(in, n, sched__pc(in->freemask[n]), sched__pc(fm));
-		in->freemask[n] = fm;
-		in->nodd += (size_t)node_odd(in, n) - (size_t)odd;
+		own(in, n, -1);
 	}
 }
 
@@ -776,13 +790,13 @@ static int apply(struct cyc *c, struct inc *in)
 			return 1;
 		if (d->by_runs)
 			release(in, s, in->slot[sl].alloc, in->slot[sl].nalloc);
-		run_del(in, d->removed[i]);
+		run_del(in, d->removed[i], !d->by_runs);
 	}
 	size_t k = 0;
 	for (size_t i = 0; i < d->nadded; i++) {
 		const struct sched_run *r = &s->runs[d->added[i]];
 		if (k < in->nkept && r->job_id == in->kept[k].job_id && r->nalloc == in->kept[k].nalloc &&
-		    (!r->nalloc || memcmp(r->alloc, in->kept[k].alloc, r->nalloc * sizeof(*r->alloc)) == 0)) {
+		    same_alloc(r->alloc, in->kept[k].alloc, r->nalloc)) {
 			k++;
 		} else if (d->by_runs) {
 			reread(in, s, r->alloc, r->nalloc);

@@ -375,10 +375,13 @@ static void frag_advance(struct sim *s, int64_t t)
 		s->frag_t = t;
 }
 
-static void set_used(struct sim *s, const struct sched_alloc *a, size_t na, bool used)
+/* Marks a[0..na) used or free; copy: also copies a there in the same pass (a start's). */
+static void set_used(struct sim *s, const struct sched_alloc *a, size_t na, bool used, struct sched_alloc *copy)
 {
 	int64_t df = 0, dp = 0; /* locals: the stores to nodes cannot alias them */
 	for (size_t k = 0; k < na; k++) {
+		if (copy)
+			copy[k] = a[k];
 		struct sched_node *x = &s->nodes[a[k].node];
 		uint64_t u = used ? x->used | a[k].gpus : x->used & ~a[k].gpus;
 		if (x->state == SCHED_NODE_UP) { /* frag_node() -1 and +1 with one count of the healthy GPUs */
@@ -422,7 +425,7 @@ static void run_remove(struct sim *s, size_t ji)
 	if (j->run < 0)
 		return;
 	size_t r = (size_t)j->run;
-	set_used(s, j->alloc, j->nalloc, false);
+	set_used(s, j->alloc, j->nalloc, false, NULL);
 	if (s->delta) {
 		if (j->unreported) { /* started and gone between two passes: the core never saw it */
 			j->unreported = false;
@@ -720,13 +723,12 @@ static int pass(struct sim *s, struct mu_error *err, bool *preempted)
 		gone[st->job] = true;
 		alloc_put(s, j->alloc, j->cap_alloc);
 		j->alloc = alloc_get(s, st->nalloc + 1, &j->cap_alloc);
-		memcpy(j->alloc, st->alloc, st->nalloc * sizeof(*j->alloc));
 		j->nalloc = st->nalloc;
 		j->start = s->now;
 		j->seq = ++s->seq;
 		j->state = J_RUNNING;
 		j->released = false;
-		set_used(s, j->alloc, j->nalloc, true);
+		set_used(s, st->alloc, j->nalloc, true, j->alloc);
 		s->runs[s->nruns] = (struct sched_run){
 			.run_id = (int64_t)j->seq, .job_id = j->sj.id, .tenant = j->sj.tenant, .user = j->user,
 			.priority = j->sj.priority, .preemptible = j->sj.preemptible, .start = s->now,
