@@ -387,7 +387,7 @@ static bool run_add(struct inc *in, const struct sched_run *r, bool sorted, int6
 		x->alloc[a] = r->alloc[a];
 		if (!r->alloc[a].gpus)
 			continue;
-		g += sched__pc(r->alloc[a].gpus);
+		g += sched__pc_low(r->alloc[a].gpus);
 		own(in, r->alloc[a].node, +1);
 		x->whole = x->whole && r->alloc[a].gpus == full_mask(in, r->alloc[a].node);
 	}
@@ -713,7 +713,7 @@ static void release(struct inc *in, const struct sched_snapshot *s, const struct
 			if (fm != in->freemask[n]) {
 				bool odd = node_odd(in, n);
 				if (in->up[n])
-					sched__inc_move(in, n, sched__pc(in->freemask[n]), sched__pc(fm));
+					sched__inc_move(in, n, sched__pc_low(in->freemask[n]), sched__pc_low(fm));
 				in->freemask[n] = fm;
 				in->nodd += (size_t)node_odd(in, n) - (size_t)odd;
 			}

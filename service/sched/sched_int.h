@@ -340,6 +340,19 @@ static inline int sched__pc(uint64_t x)
 	return (int)((x * 0x0101010101010101ULL) >> 56);
 }
 
+/*
+ * sched__pc() for the per-node loops of wide gangs (a start's or an end's
+ * nodes): their masks are mostly 0 or the low k bits (whole nodes), counted
+ * without the full sum. Not for placement over mixed nodes: there the extra
+ * branch mispredicts (see bench/RESULTS.md, "per-node bookkeeping batched").
+ */
+static inline int sched__pc_low(uint64_t x)
+{
+	if ((x & (x + 1)) == 0)
+		return x ? 64 - __builtin_clzll(x) : 0;
+	return sched__pc(x);
+}
+
 void *sched__xmalloc(size_t n);
 void *sched__xcalloc(size_t n, size_t size);
 void *sched__grow(void *p, size_t *cap, size_t need, size_t size);

@@ -340,6 +340,8 @@ out:
 /* Bit count without a libgcc call (no -mpopcnt in a portable build); as sched's. */
 static inline int popcount64(uint64_t x)
 {
+	if ((x & (x + 1)) == 0) /* 0 or the low k bits: whole nodes, quick */
+		return x ? 64 - __builtin_clzll(x) : 0;
 	x = x - ((x >> 1) & 0x5555555555555555ULL);
 	x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
 	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
