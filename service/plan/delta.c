@@ -206,7 +206,7 @@ static bool diff(struct plan_delta *d, const struct sched_snapshot *s, const uin
 		i++;
 		k++;
 	}
-	d->out = (struct sched_delta){ ndn, d->dnodes, nadd, d->added, nrem, d->removed };
+	d->out = (struct sched_delta){ ndn, d->dnodes, nadd, d->added, nrem, d->removed, false };
 	return true;
 }
 

@@ -790,12 +790,16 @@ static void commit_start(struct cyc *c, size_t ji, const struct sched_alloc *a, 
 	st->alloc = copy_alloc(d, a, na);
 	for (size_t k = 0; k < na; k++) {
 		int n = a[k].node;
-		int before = sched__pc(c->freemask[n]);
-		if (c->inc)
+		int before = c->inc ? sched__pc_low(c->freemask[n]) : sched__pc(c->freemask[n]);
+		if (c->inc && !c->inc->by_runs) {
 			sched__inc_touch(c, n);
+		} else if (c->inc && a[k].gpus && c->inc->fab[n] && !c->inc->bad[n]) { /* kept: node_bad() once used */
+			c->inc->bad[n] = true;
+			c->inc->nbad++;
+		}
 		c->freemask[n] &= ~a[k].gpus;
 		if (c->inc) { /* batched: a wide gang's nodes come in runs */
-			sched__inc_move(c->inc, n, before, sched__pc(c->freemask[n]));
+			sched__inc_move(c->inc, n, before, sched__pc_low(c->freemask[n]));
 		} else {
 			sched__bucket_move(c, n, before, sched__pc(c->freemask[n]));
 		}

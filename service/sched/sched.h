@@ -210,6 +210,18 @@ struct sched_delta {
 	size_t nnodes;   const int *nodes;       /* indexes of nodes whose fields changed */
 	size_t nadded;   const size_t *added;    /* indexes into runs of the runs new since the previous call */
 	size_t nremoved; const int64_t *removed; /* run_ids of the runs gone since the previous call */
+	/*
+	 * by_runs (muster-sim): a node whose only change is a run's start or end
+	 * (the GPUs of an added run now used, of a removed run free) is not
+	 * listed in nodes; and the caller applies every start of this cycle as
+	 * decided and reports it among the next call's added runs, in the order
+	 * of decisions.starts, with the same job id and allocation. The core
+	 * then keeps the cycle's starts in its view instead of undoing them (a
+	 * wide gang's nodes are not visited again when its run is added); a
+	 * start the next call does not report so is read back from that
+	 * call's snapshot.
+	 */
+	bool by_runs;
 };
 
 struct sched_snapshot {

@@ -101,6 +101,8 @@ void sched__inc_free(struct inc *in)
 	free(in->wseg);
 	free(in->vr_bits);
 	free(in->vr_alloc);
+	free(in->kept);
+	free(in->fab);
 	free(in);
 }
 
@@ -378,17 +380,17 @@ static bool run_add(struct inc *in, const struct sched_run *r, bool sorted, int6
 		x->cap_alloc = r->nalloc + 1;
 		x->alloc = sched__xmalloc(x->cap_alloc * sizeof(*x->alloc));
 	}
-	if (r->nalloc)
-		memcpy(x->alloc, r->alloc, r->nalloc * sizeof(*x->alloc));
 	x->nalloc = r->nalloc;
 	x->whole = true;
 	x->wgen = 0;
-	for (size_t a = 0; a < r->nalloc; a++)
-		if (r->alloc[a].gpus) {
-			g += sched__pc(r->alloc[a].gpus);
-			own(in, r->alloc[a].node, +1);
-			x->whole = x->whole && r->alloc[a].gpus == full_mask(in, r->alloc[a].node);
-		}
+	for (size_t a = 0; a < r->nalloc; a++) { /* the copy and the owner counts in one pass */
+		x->alloc[a] = r->alloc[a];
+		if (!r->alloc[a].gpus)
+			continue;
+		g += sched__pc_low(r->alloc[a].gpus);
+		own(in, r->alloc[a].node, +1);
+		x->whole = x->whole && r->alloc[a].gpus == full_mask(in, r->alloc[a].node);
+	}
 	in->nsplit += !x->whole;
 	x->run_id = r->run_id;
 	x->lim = r->start + (r->time_limit > 0 ? r->time_limit : 1);
@@ -416,7 +418,8 @@ static bool run_add(struct inc *in, const struct sched_run *r, bool sorted, int6
 	return true;
 }
 
-static bool run_del(struct inc *in, int64_t run_id)
+/* parts: take its parts off their nodes' owner counts (false: release() did). */
+static bool run_del(struct inc *in, int64_t run_id, bool parts)
 {
 	int k = hget(in, run_id);
 	if (k < 0)
@@ -426,7 +429,7 @@ static bool run_del(struct inc *in, int64_t run_id)
 		keys_del(in->rk, &in->nrk, x->end, k);
 	if (x->in_pk)
 		keys_del(in->pk, &in->npk, x->pe, k);
-	for (size_t a = 0; a < x->nalloc; a++)
+	for (size_t a = 0; a < x->nalloc && parts; a++)
 		if (x->alloc[a].gpus)
 			own(in, x->alloc[a].node, -1);
 	in->nsplit -= !x->whole;
@@ -505,6 +508,7 @@ static int build(struct cyc *c, struct inc *in)
 	in->nw = (nn + 63) / 64 + 1;
 	in->up = sched__xcalloc(ns, sizeof(bool));
 	in->bad = sched__xcalloc(ns, sizeof(bool));
+	in->fab = sched__xcalloc(ns, sizeof(bool));
 	in->avail = sched__xcalloc(ns, sizeof(uint64_t));
 	in->freemask = sched__xcalloc(ns, sizeof(uint64_t));
 	in->cnt = sched__xcalloc((size_t)(in->nmodels + 1) * 65, sizeof(int));
@@ -528,6 +532,7 @@ static int build(struct cyc *c, struct inc *in)
 			bucket(in, (int)i, sched__pc(in->freemask[i]), +1);
 		in->bad[i] = node_bad(x);
 		in->nbad += in->bad[i];
+		in->fab[i] = x->fabric_down;
 	}
 	in->own_g = sched__xcalloc(s->ntenants + 1, sizeof(int64_t));
 	in->own_j = sched__xcalloc(s->ntenants + 1, sizeof(int));
@@ -657,6 +662,67 @@ static int rebuild_after(struct cyc *c, size_t i)
 }
 
 /*
+ * The nodes of a[0..na) back from the snapshot where only their used GPUs
+ * can have changed (a run's start or end, delta->by_runs): state, health
+ * and static fields are the view's, by the caller's promise or because the
+ * node was listed and applied already.
+ */
+static void reread(struct inc *in, const struct sched_snapshot *s, const struct sched_alloc *a, size_t na)
+{
+	for (size_t i = 0; i < na; i++) {
+		int n = a[i].node;
+		const struct sched_node *x = &s->nodes[n];
+		uint64_t fm = in->avail[n] & ~x->used;
+		bool odd = node_odd(in, n);
+		if (in->up[n])
+			sched__inc_move(in, n, sched__pc(in->freemask[n]), sched__pc(fm));
+		in->freemask[n] = fm;
+		in->nodd += (size_t)node_odd(in, n) - (size_t)odd;
+		in->nbad -= in->bad[n];
+		in->bad[n] = node_bad(x);
+		in->nbad += in->bad[n];
+	}
+}
+
+/* Field by field: the padding of struct sched_alloc need not match. */
+static bool same_alloc(const struct sched_alloc *a, const struct sched_alloc *b, size_t n)
+{
+	bool same = true;
+	for (size_t i = 0; i < n; i++)
+		same &= a[i].node == b[i].node && a[i].gpus == b[i].gpus;
+	return same;
+}
+
+/*
+ * A removed run's GPUs a[0..na) are free again (delta->by_runs): the view
+ * describes the previous snapshot, so the node's free GPUs are its own plus
+ * these, without a read of the node; a node that is not bad stays so (its
+ * used GPUs only shrink), a bad one is read back. Its parts leave the
+ * nodes' owner counts in the same pass (run_del() then skips them).
+ */
+static void release(struct inc *in, const struct sched_snapshot *s, const struct sched_alloc *a, size_t na)
+{
+	for (size_t i = 0; i < na; i++) {
+		int n = a[i].node;
+		if (!a[i].gpus)
+			continue;
+		if (in->bad[n]) {
+			reread(in, s, &a[i], 1);
+		} else {
+			uint64_t fm = in->freemask[n] | (a[i].gpus & in->avail[n]);
+			if (fm != in->freemask[n]) {
+				bool odd = node_odd(in, n);
+				if (in->up[n])
+					sched__inc_move(in, n, sched__pc_low(in->freemask[n]), sched__pc_low(fm));
+				in->freemask[n] = fm;
+				in->nodd += (size_t)node_odd(in, n) - (size_t)odd;
+			}
+		}
+		own(in, n, -1);
+	}
+}
+
+/*
  * 0 applied; 1 rebuild from the snapshot; 2 the view cannot describe it;
  * SCHED_EINVAL a delta that does not check (then the view is to be freed).
  */
@@ -706,13 +772,40 @@ static int apply(struct cyc *c, struct inc *in)
 		in->nbad -= in->bad[n];
 		in->bad[n] = node_bad(x);
 		in->nbad += in->bad[n];
+		in->fab[n] = x->fabric_down;
 	}
-	sched__inc_flush(in);
 	if ((ret = check_added(c)))
 		return ret;
-	for (size_t i = 0; i < d->nremoved; i++)
-		if (!run_del(in, d->removed[i]))
+	/*
+	 * With by_runs, the removed runs' GPUs are free (before anything is
+	 * read back: a run added in this delta may hold them now). The
+	 * previous cycle's kept starts (delta->by_runs then): each is found
+	 * among the added runs, in order, with its allocation, or its nodes
+	 * are read back from the snapshot; with by_runs so are the nodes of
+	 * the other added runs.
+	 */
+	for (size_t i = 0; i < d->nremoved; i++) {
+		int sl = hget(in, d->removed[i]);
+		if (sl < 0)
 			return 1;
+		if (d->by_runs)
+			release(in, s, in->slot[sl].alloc, in->slot[sl].nalloc);
+		run_del(in, d->removed[i], !d->by_runs);
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < d->nadded; i++) {
+		const struct sched_run *r = &s->runs[d->added[i]];
+		if (k < in->nkept && r->job_id == in->kept[k].job_id && r->nalloc == in->kept[k].nalloc &&
+		    same_alloc(r->alloc, in->kept[k].alloc, r->nalloc)) {
+			k++;
+		} else if (d->by_runs) {
+			reread(in, s, r->alloc, r->nalloc);
+		}
+	}
+	for (; k < in->nkept; k++)
+		reread(in, s, in->kept[k].alloc, in->kept[k].nalloc);
+	in->nkept = 0;
+	sched__inc_flush(in);
 	for (size_t i = 0; i < d->nadded; i++)
 		if (!run_add(in, &s->runs[d->added[i]], true, s->now))
 			return s->runs[d->added[i]].stopping ? 2 : 1;
@@ -751,6 +844,8 @@ int sched__inc_begin(struct cyc *c, int (*validate)(struct cyc *))
 		goto out_full;
 	in->nusers = s->nusers;
 	in->now = s->now; /* planned ends are right for this time and later ones */
+	in->by_runs = s->delta->by_runs;
+	in->nkept = 0;
 	c->inc = in;
 	c->now = s->now;
 	c->nn = s->nnodes;
@@ -826,6 +921,13 @@ void sched__inc_end(struct cyc *c)
 	}
 	sched__inc_flush(in);
 	in->ntouched = 0;
+	in->nkept = 0;
+	if (in->by_runs) { /* the starts stay: the next call finds them among its added runs */
+		const struct sched_decisions *d = c->d;
+		in->kept = sched__grow(in->kept, &in->cap_kept, d->nstarts + 1, sizeof(*in->kept));
+		for (size_t i = 0; i < d->nstarts; i++)
+			in->kept[in->nkept++] = (struct kept){ d->starts[i].job_id, d->starts[i].nalloc, d->starts[i].alloc };
+	}
 	for (size_t i = 0; i < c->nresv; i++)
 		in->rhead[c->resv[i].node] = -1;
 	in->vr.on = false;

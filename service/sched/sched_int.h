@@ -226,6 +226,21 @@ struct inc {
 	struct vres vr_cand;            /* what the last whole-node sweep found (on: valid) */
 	uint32_t ne_gen;                /* this cycle's */
 	struct bmove bmv;               /* bucket moves not yet in cnt and bm */
+	/*
+	 * delta->by_runs: this cycle's starts stay in the view (by_runs, set for
+	 * the cycle) and the next call finds them among its added runs (kept:
+	 * the starts, their allocations borrowed from the decisions' arena, which
+	 * a cycle reuses only after its delta is applied). fab: per node,
+	 * fabric_down (a start there makes the node bad, see node_bad()).
+	 */
+	bool by_runs;
+	struct kept {
+		int64_t job_id;
+		size_t nalloc;
+		const struct sched_alloc *alloc;
+	} *kept;
+	size_t nkept, cap_kept;
+	bool *fab;
 };
 
 struct cyc {
@@ -323,6 +338,19 @@ static inline int sched__pc(uint64_t x)
 	x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
 	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
 	return (int)((x * 0x0101010101010101ULL) >> 56);
+}
+
+/*
+ * sched__pc() for the per-node loops of wide gangs (a start's or an end's
+ * nodes): their masks are mostly 0 or the low k bits (whole nodes), counted
+ * without the full sum. Not for placement over mixed nodes: there the extra
+ * branch mispredicts (see bench/RESULTS.md, "per-node bookkeeping batched").
+ */
+static inline int sched__pc_low(uint64_t x)
+{
+	if ((x & (x + 1)) == 0)
+		return x ? 64 - __builtin_clzll(x) : 0;
+	return sched__pc(x);
 }
 
 void *sched__xmalloc(size_t n);

@@ -67,11 +67,12 @@ struct sim {
 	/* fragmentation accounting */
 	int64_t free_gpus, partial_free, frag_t;
 	double frag_sum, frag_time;
-	/* what changed since the previous pass, for the core's delta (not with o->full_rebuild) */
-	int *dnode;
-	uint32_t *dflag;          /* node n is in dnode when dflag[n] == dgen (a new list is dgen++) */
-	uint32_t dgen;
-	size_t ndnode;
+	/*
+	 * What changed since the previous pass, for the core's delta (not with
+	 * o->full_rebuild): runs only (delta.by_runs): nodes change here only by
+	 * runs starting and ending, which the core reads from the runs.
+	 */
+	bool delta;
 	struct term *dadd;        /* job and seq of runs started since */
 	size_t nadd, cap_add;
 	size_t *dadd_run;
@@ -339,6 +340,8 @@ out:
 /* Bit count without a libgcc call (no -mpopcnt in a portable build); as sched's. */
 static inline int popcount64(uint64_t x)
 {
+	if ((x & (x + 1)) == 0) /* 0 or the low k bits: whole nodes, quick */
+		return x ? 64 - __builtin_clzll(x) : 0;
 	x = x - ((x >> 1) & 0x5555555555555555ULL);
 	x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
 	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
@@ -374,24 +377,26 @@ static void frag_advance(struct sim *s, int64_t t)
 		s->frag_t = t;
 }
 
-static void set_used(struct sim *s, const struct sched_alloc *a, size_t na, bool used)
+/* Marks a[0..na) used or free; copy: also copies a there in the same pass (a start's). */
+static void set_used(struct sim *s, const struct sched_alloc *a, size_t na, bool used, struct sched_alloc *copy)
 {
+	int64_t df = 0, dp = 0; /* locals: the stores to nodes cannot alias them */
 	for (size_t k = 0; k < na; k++) {
-		if (s->dflag && s->dflag[a[k].node] != s->dgen) {
-			s->dflag[a[k].node] = s->dgen;
-			s->dnode[s->ndnode++] = a[k].node;
-		}
+		if (copy)
+			copy[k] = a[k];
 		struct sched_node *x = &s->nodes[a[k].node];
 		uint64_t u = used ? x->used | a[k].gpus : x->used & ~a[k].gpus;
 		if (x->state == SCHED_NODE_UP) { /* frag_node() -1 and +1 with one count of the healthy GPUs */
 			int h = popcount64(x->healthy), f0, p0, f1, p1;
 			frag_count(x, x->used, h, &f0, &p0);
 			frag_count(x, u, h, &f1, &p1);
-			s->free_gpus += f1 - f0;
-			s->partial_free += p1 - p0;
+			df += f1 - f0;
+			dp += p1 - p0;
 		}
 		x->used = u;
 	}
+	s->free_gpus += df;
+	s->partial_free += dp;
 }
 
 static void pend_insert(struct sim *s, size_t ji)
@@ -422,8 +427,8 @@ static void run_remove(struct sim *s, size_t ji)
 	if (j->run < 0)
 		return;
 	size_t r = (size_t)j->run;
-	set_used(s, j->alloc, j->nalloc, false);
-	if (s->dflag) {
+	set_used(s, j->alloc, j->nalloc, false, NULL);
+	if (s->delta) {
 		if (j->unreported) { /* started and gone between two passes: the core never saw it */
 			j->unreported = false;
 		} else {
@@ -647,7 +652,7 @@ static int pass(struct sim *s, struct mu_error *err, bool *preempted)
 	snap.nusers = s->nusers;
 	snap.users = s->users;
 	struct sched_delta delta = { 0 };
-	if (s->dflag) {
+	if (s->delta) {
 		size_t na = 0;
 		s->dadd_run = mu_grow(s->dadd_run, &s->cap_add_run, s->nadd + 1, sizeof(*s->dadd_run));
 		for (size_t i = 0; i < s->nadd; i++) {
@@ -657,17 +662,12 @@ static int pass(struct sim *s, struct mu_error *err, bool *preempted)
 				j->unreported = false;
 			}
 		}
-		delta = (struct sched_delta){ s->ndnode, s->dnode, na, s->dadd_run, s->nrem, s->drem };
+		delta = (struct sched_delta){ 0, NULL, na, s->dadd_run, s->nrem, s->drem, .by_runs = true };
 		snap.delta = &delta;
 	}
 	ret = sched_cycle(&snap, &s->d);
-	if (s->dflag) {
-		if (++s->dgen == 0) { /* wrapped: no stamp may look current */
-			memset(s->dflag, 0, (s->cl->nnodes + 1) * sizeof(*s->dflag));
-			s->dgen = 1;
-		}
-		s->ndnode = s->nadd = s->nrem = 0;
-	}
+	if (s->delta)
+		s->nadd = s->nrem = 0;
 	if (ret)
 		return mu_error_set(err, MU_EINTERNAL, "", "policy core: %s", s->d.error);
 	const struct sched_decisions *d = &s->d;
@@ -725,13 +725,12 @@ static int pass(struct sim *s, struct mu_error *err, bool *preempted)
 		gone[st->job] = true;
 		alloc_put(s, j->alloc, j->cap_alloc);
 		j->alloc = alloc_get(s, st->nalloc + 1, &j->cap_alloc);
-		memcpy(j->alloc, st->alloc, st->nalloc * sizeof(*j->alloc));
 		j->nalloc = st->nalloc;
 		j->start = s->now;
 		j->seq = ++s->seq;
 		j->state = J_RUNNING;
 		j->released = false;
-		set_used(s, j->alloc, j->nalloc, true);
+		set_used(s, st->alloc, j->nalloc, true, j->alloc);
 		s->runs[s->nruns] = (struct sched_run){
 			.run_id = (int64_t)j->seq, .job_id = j->sj.id, .tenant = j->sj.tenant, .user = j->user,
 			.priority = j->sj.priority, .preemptible = j->sj.preemptible, .start = s->now,
@@ -741,7 +740,7 @@ static int pass(struct sim *s, struct mu_error *err, bool *preempted)
 		};
 		s->run_job[s->nruns] = ji;
 		j->run = (int)s->nruns++;
-		if (s->dflag) {
+		if (s->delta) {
 			j->unreported = true;
 			s->dadd = mu_grow(s->dadd, &s->cap_add, s->nadd + 1, sizeof(*s->dadd));
 			s->dadd[s->nadd++] = (struct term){ 0, j->seq, ji };
@@ -816,11 +815,7 @@ int sim_run(struct sim_cluster *cl, const struct trace *tr, const struct sim_opt
 	s.run_job = mu_calloc(tr->njobs + 1, sizeof(size_t));
 	s.pend = mu_calloc(tr->njobs + 1, sizeof(*s.pend));
 	s.pend_job = mu_calloc(tr->njobs + 1, sizeof(size_t));
-	if (!o->full_rebuild) {
-		s.dnode = mu_malloc((cl->nnodes + 1) * sizeof(*s.dnode));
-		s.dflag = mu_calloc(cl->nnodes + 1, sizeof(*s.dflag));
-		s.dgen = 1;
-	}
+	s.delta = !o->full_rebuild;
 	s.settings = cl->settings;
 	s.settings.quiet = true;
 	s.settings.unnamed_reservations = true; /* it reads only their start */
@@ -937,8 +932,6 @@ out:
 	mu_free(s.pend);
 	mu_free(s.pend_job);
 	mu_free(s.heap);
-	mu_free(s.dnode);
-	mu_free(s.dflag);
 	mu_free(s.dadd);
 	mu_free(s.dadd_run);
 	mu_free(s.drem);

@@ -754,6 +754,79 @@ static void same_decisions(const struct sched_decisions *a, const struct sched_d
 }
 
 /*
+ * delta.by_runs (muster-sim's delta): the core keeps a cycle's starts in its
+ * view. The same snapshot again with an empty by_runs delta reads them back
+ * (they were not reported); then the starts applied as the simulator does
+ * (GPUs used, runs added, jobs gone) against a full cycle over that snapshot.
+ */
+static void same_by_runs(void)
+{
+	static struct sched_node nodes2[MAXN];
+	static struct sched_run runs2[MAXN];
+	static struct sched_job jobs2[MAXN];
+	static size_t added[MAXN];
+	struct sched_decisions d2, d3;
+	struct sched_delta none = { 0 };
+	none.by_runs = true;
+	sched_decisions_init(&d2);
+	sched_decisions_init(&d3);
+	snap.delta = &none;
+	for (int k = 0; k < 3; k++) { /* built, then kept starts read back twice */
+		if (sched_cycle(&snap, &d2) != 0)
+			die("sched_cycle by_runs: %s", d2.error);
+		same_decisions(&dec, &d2, k ? "with a by_runs delta (starts read back)" : "with a by_runs delta", false);
+	}
+	struct sched_snapshot s2 = snap;
+	memcpy(nodes2, nodes, nnodes * sizeof(*nodes));
+	memcpy(runs2, runs, nruns * sizeof(*runs));
+	size_t nr = nruns, nj = 0, na = 0, ncopies = d2.nstarts;
+	int64_t id = 1;
+	for (size_t i = 0; i < nruns; i++)
+		if (runs[i].run_id >= id)
+			id = runs[i].run_id + 1;
+	bool *gone = calloc(njobs + 1, sizeof(bool));
+	struct sched_alloc **copies = calloc(ncopies + 1, sizeof(*copies));
+	for (size_t i = 0; i < d2.nstarts && nr < MAXN; i++) {
+		const struct sched_start *st = &d2.starts[i];
+		const struct sched_job *j = &jobs[st->job];
+		copies[i] = malloc((st->nalloc + 1) * sizeof(struct sched_alloc));
+		memcpy(copies[i], st->alloc, st->nalloc * sizeof(struct sched_alloc));
+		for (size_t a = 0; a < st->nalloc; a++)
+			nodes2[st->alloc[a].node].used |= st->alloc[a].gpus;
+		gone[st->job] = true;
+		added[na++] = nr;
+		runs2[nr++] = (struct sched_run){ .run_id = id++, .job_id = j->id, .tenant = j->tenant, .user = j->user,
+		                                  .priority = j->priority, .preemptible = j->preemptible,
+		                                  .start = snap.now, .time_limit = j->time_limit,
+		                                  .array_job_id = j->array_job_id, .nalloc = st->nalloc,
+		                                  .alloc = copies[i] };
+	}
+	for (size_t i = 0; i < njobs; i++)
+		if (!gone[i])
+			jobs2[nj++] = jobs[i];
+	s2.nodes = nodes2;
+	s2.runs = runs2;
+	s2.nruns = nr;
+	s2.jobs = jobs2;
+	s2.njobs = nj;
+	struct sched_delta next = { 0, NULL, na, added, 0, NULL, true };
+	s2.delta = NULL;
+	if (sched_cycle(&s2, &d3) != 0)
+		die("sched_cycle after the starts: %s", d3.error);
+	s2.delta = &next;
+	if (sched_cycle(&s2, &d2) != 0)
+		die("sched_cycle by_runs after the starts: %s", d2.error);
+	same_decisions(&d3, &d2, "with the starts applied by runs (by_runs)", false);
+	for (size_t i = 0; i < ncopies; i++)
+		free(copies[i]);
+	free(copies);
+	free(gone);
+	snap.delta = NULL;
+	sched_decisions_release(&d2);
+	sched_decisions_release(&d3);
+}
+
+/*
  * The incremental view must change nothing: the same snapshot through a
  * delta (first call: the view is built; then an empty delta: it is reused;
  * then every node changed and every run removed and added again).
@@ -764,7 +837,7 @@ static void same_with_delta(void)
 	static size_t all_runs[MAXN];
 	static int64_t all_ids[MAXN];
 	struct sched_decisions d2;
-	struct sched_delta none = { 0 }, every = { nnodes, all_nodes, nruns, all_runs, nruns, all_ids };
+	struct sched_delta none = { 0 }, every = { nnodes, all_nodes, nruns, all_runs, nruns, all_ids, false };
 	for (size_t i = 0; i < nnodes; i++)
 		all_nodes[i] = (int)i;
 	for (size_t i = 0; i < nruns; i++) {
@@ -785,6 +858,7 @@ static void same_with_delta(void)
 	snap.delta = NULL;
 	snap.settings.unnamed_reservations = false;
 	sched_decisions_release(&d2);
+	same_by_runs();
 }
 
 static void run_core(void)
