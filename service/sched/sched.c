@@ -639,6 +639,29 @@ static bool starved(const struct sched_snapshot *s, const struct sched_job *j)
 }
 
 /*
+ * A job that needs at least WIDE_SHARE of the pool's GPUs and has waited
+ * WIDE_WAIT of its time limit (with starve_after on) also orders first, with
+ * the starved jobs, oldest first, but without the limit-planned backfill
+ * behind it. Such a job starts only once the machine drains, and each job
+ * ordered before it drains it again: a wide job predicted short from its
+ * user's last runs has a huge expansion factor, so without this a 10 s
+ * prediction that ran 24,468 s kept an older 8,000-processor job of
+ * LLNL-Atlas waiting 3.2x EASY's longest wait (bench/RESULTS.md, "third pass").
+ */
+#define WIDE_SHARE 0.75
+#define WIDE_WAIT 0.1
+
+static bool starved_wide(const struct cyc *c, const struct sched_job *j)
+{
+	const struct sched_snapshot *s = c->s;
+	if (s->settings.order != SCHED_ORDER_MULTIFACTOR || s->settings.starve_after <= 0 || c->total_gpus <= 0)
+		return false;
+	double lim = (double)(j->time_limit > 0 ? j->time_limit : 1);
+	return (double)j->nodes * j->gpus_per_node >= WIDE_SHARE * (double)c->total_gpus &&
+	       (double)(s->now - j->submit) >= WIDE_WAIT * lim;
+}
+
+/*
  * Expansion factor of a pending job: its bounded slowdown (tau = 10 s) if it
  * started now, with the runtime it is planned with (prediction or limit). It
  * grows with the wait, faster for short jobs, so short jobs go first and no
@@ -676,7 +699,7 @@ static void compute_order(struct cyc *c)
 			             s->settings.weight_size * size;
 			if (s->settings.weight_xfactor > 0)
 				c->prio[i] += s->settings.weight_xfactor * xfactor(s, j);
-			if (starved(s, j))
+			if (starved(s, j) || starved_wide(c, j))
 				c->prio[i] = STARVED_PRIO + (double)(s->now - j->submit);
 		}
 	}

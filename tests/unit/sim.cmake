@@ -44,5 +44,7 @@ add_test(NAME unit.sim.xfactor_order
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/sim/test_xfactor.py $<TARGET_FILE:muster-sim>)
 add_test(NAME unit.sim.starve_guard
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/sim/test_starve_guard.py $<TARGET_FILE:muster-sim>)
+add_test(NAME unit.sim.wide_starve
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/sim/test_wide_starve.py $<TARGET_FILE:muster-sim>)
 add_test(NAME unit.sim.backfill_order
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/sim/test_backfill_order.py $<TARGET_FILE:muster-sim>)
