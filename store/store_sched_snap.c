@@ -319,6 +319,7 @@ static struct store_sched_job *rows_jobs(const PGresult *r, struct mu_arena *arr
 {
 	size_t n = (size_t)store_db_nrows(r);
 	struct store_sched_job *out = mu_arena_alloc(arr, n * sizeof(*out) + 1);
+	char *model = NULL; /* the last row's: jobs of one model share it (the core caches by pointer) */
 
 	for (size_t i = 0; i < n; i++) {
 		struct store_sched_job *j = &out[i];
@@ -326,7 +327,9 @@ static struct store_sched_job *rows_jobs(const PGresult *r, struct mu_arena *arr
 		j->id = getl(r, row, 0);
 		j->tenant_id = getl(r, row, 1);
 		j->user = dup(str, r, row, 2);
-		j->gpu_model = dup(str, r, row, 3);
+		if (!model || strcmp(model, store_db_get(r, row, 3)) != 0)
+			model = dup(str, r, row, 3);
+		j->gpu_model = model;
 		j->topology_required = dup(str, r, row, 4);
 		j->topology_preferred = dup(str, r, row, 5);
 		j->dependencies = dup(str, r, row, 6);

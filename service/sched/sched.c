@@ -316,12 +316,25 @@ static int validate(struct cyc *c)
 
 static int model_id(struct cyc *c, const char *m)
 {
+	int id = -2; /* no node has it */
+	/* By pointer first: jobs of one model mostly share their string (the
+	 * store's rows), and a job's string is then not read at all (a cache
+	 * miss per pending job per cycle). Strings do not change in a cycle. */
+	for (int i = 0; i < c->nmcache; i++)
+		if (c->mcache_p[i] == m)
+			return c->mcache_id[i];
 	if (!m || !*m)
-		return -1;
-	for (int i = 0; i < c->nmodels; i++)
-		if (strcmp(c->models[i], m) == 0)
-			return i;
-	return -2; /* no node has it */
+		id = -1;
+	else
+		for (int i = 0; i < c->nmodels; i++)
+			if (strcmp(c->models[i], m) == 0) {
+				id = i;
+				break;
+			}
+	int slot = c->nmcache < SCHED_MCACHE ? c->nmcache++ : (int)(c->mcache_next++ % SCHED_MCACHE);
+	c->mcache_p[slot] = m;
+	c->mcache_id[slot] = id;
+	return id;
 }
 
 /*
@@ -1377,6 +1390,7 @@ static void answer_probe(struct cyc *c, const struct sched_job *probe, int64_t *
 	struct req q;
 	int qmax = 0;
 	c->probe = probe;
+	c->nmcache = 0; /* an explainer's cyc outlives a probe's strings */
 	req_of(c, probe, &q);
 	*probe_start = SCHED_NEVER;
 	if (!admissible(c, 0, &q, &qmax, true)) {

@@ -89,6 +89,13 @@ static bool plan_moves(struct scheduler_keep *k, const struct sched_snapshot *s,
 		k->have_fingerprint = false;
 		return true;
 	}
+	if (s->delta && (s->delta->nnodes || s->delta->nadded || s->delta->nremoved)) {
+		/* The hint says nodes or runs differ from the last snapshot (the
+		 * last committed cycle's: a failed one drops the kept state): the
+		 * fingerprint would differ too, so its walk is not needed. */
+		k->have_fingerprint = false;
+		return true;
+	}
 	fp = plan_snapshot_fingerprint(s);
 	moved = started || changed || d->nstarts || d->npending || d->npreempt || d->nfail_runs || d->nfail_jobs ||
 		d->nshrinks || !k->have_fingerprint || fp != k->fingerprint;
