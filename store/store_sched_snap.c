@@ -319,7 +319,10 @@ static struct store_sched_job *rows_jobs(const PGresult *r, struct mu_arena *arr
 {
 	size_t n = (size_t)store_db_nrows(r);
 	struct store_sched_job *out = mu_arena_alloc(arr, n * sizeof(*out) + 1);
-	char *model = NULL; /* the last row's: jobs of one model share it (the core caches by pointer) */
+	/* the last row's strings, shared by the next rows equal to them: jobs
+	 * of one model share one (the core caches models by pointer), and the
+	 * mostly equal reasons stay in cache when the cycle compares them */
+	char *model = NULL, *reason = NULL, *msg = NULL;
 
 	for (size_t i = 0; i < n; i++) {
 		struct store_sched_job *j = &out[i];
@@ -334,8 +337,12 @@ static struct store_sched_job *rows_jobs(const PGresult *r, struct mu_arena *arr
 		j->topology_preferred = dup(str, r, row, 5);
 		j->dependencies = dup(str, r, row, 6);
 		j->names_singleton = strstr(j->dependencies, "singleton") != NULL;
-		j->pending_reason = dup(str, r, row, 7);
-		j->pending_message = dup(str, r, row, 8);
+		if (!reason || strcmp(reason, store_db_get(r, row, 7)) != 0)
+			reason = dup(str, r, row, 7);
+		j->pending_reason = reason;
+		if (!msg || strcmp(msg, store_db_get(r, row, 8)) != 0)
+			msg = dup(str, r, row, 8);
+		j->pending_message = msg;
 		j->priority_class_id = geti(r, row, 9);
 		j->nodes = geti(r, row, 10);
 		j->min_nodes = geti(r, row, 11);
