@@ -75,7 +75,7 @@ static const struct sched_delta *keep_hint(struct scheduler_keep *k, const struc
  * plans' maximum age covers). Without kept state: always.
  */
 static bool plan_moves(struct scheduler_keep *k, const struct sched_snapshot *s,
-		       const struct store_sched_decisions *d, int started, int changed)
+		       const struct store_sched_decisions *d, int started, int changed, size_t jobs_read)
 {
 	uint64_t fp;
 	bool moved;
@@ -89,10 +89,13 @@ static bool plan_moves(struct scheduler_keep *k, const struct sched_snapshot *s,
 		k->have_fingerprint = false;
 		return true;
 	}
-	if (s->delta && (s->delta->nnodes || s->delta->nadded || s->delta->nremoved)) {
+	if ((s->delta && (s->delta->nnodes || s->delta->nadded || s->delta->nremoved)) || jobs_read) {
 		/* The hint says nodes or runs differ from the last snapshot (the
-		 * last committed cycle's: a failed one drops the kept state): the
-		 * fingerprint would differ too, so its walk is not needed. */
+		 * last committed cycle's: a failed one drops the kept state), or
+		 * the refresh read job rows written since: the fingerprint would
+		 * differ too (or, for a row written with no change that matters,
+		 * the generation moves once more than needed, which is safe), so
+		 * its walk is not needed. */
 		k->have_fingerprint = false;
 		return true;
 	}
@@ -196,7 +199,8 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 	if (!ret && o->keep)
 		ret = store_sched_keep_note_pending(c, o->keep->db, &out.db, err);
 	/* the plan dry-runs answer from (service/plan) is this one now */
-	if (!ret && plan_moves(o->keep, &snap.core, &out.db, started, down + timeouts + expired + ended + running))
+	if (!ret && plan_moves(o->keep, &snap.core, &out.db, started, down + timeouts + expired + ended + running,
+				  ks.whole ? 0 : ks.jobs))
 		ret = store_plan_generation_bump(c, err);
 	if (ret)
 		goto out_rollback;
