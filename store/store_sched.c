@@ -387,8 +387,8 @@ int store_sched_sync_running(PGconn *c, int *n, struct mu_error *err)
 int store_sched_timeouts(PGconn *c, int *n, struct mu_error *err)
 {
 	return exec_count(c,
-			  STOP_RUNS_SQL("coalesce(started_at, created_at) + make_interval(secs => time_limit)"
-					" <= now()",
+			  STOP_RUNS_SQL("muster_run_deadline(started_at, created_at, time_limit)"
+					" <= date_part('epoch', now())", /* migration 211's index */
 					"timeout"),
 			  0, NULL, n, err);
 }

@@ -190,6 +190,7 @@ struct store_sched_job {
 	int nodes, min_nodes, gpus_per_node, time_limit, retries;
 	int64_t created_at, planned_start; /* unix s; planned_start 0 = none */
 	int64_t array_job_id; int array_throttle; /* job arrays: 0 = none */
+	bool names_singleton; /* dependencies' text names "singleton" (a superset of the jobs that have one) */
 	int64_t singleton_blocker; /* singleton dependency: an earlier active job of the same
 	                              tenant, user and name; 0 = none */
 	size_t dep_first, dep_count; /* slice of snap->edges */
@@ -271,8 +272,9 @@ void store_sched_snap_release(struct store_sched_snap *snap);
 /*
  * The leader's kept snapshot: loaded whole once, then refreshed each cycle
  * with only the rows that changed since the last refresh. A row changed
- * when its version was written by a transaction the last refresh could not
- * see: its xmin is at or after the xmin of the database snapshot taken
+ * when it was written by a transaction the last refresh could not see: its
+ * change column (chg, migration 210: the writer's xid8, by default and
+ * trigger, indexed) is at or after the xmin of the database snapshot taken
  * just before that refresh read anything (pg_current_snapshot; a superset:
  * a row read twice is merged twice, to the same result). Changed are read:
  * jobs (pending, or gone from pending), the singleton blockers of the
@@ -286,7 +288,7 @@ void store_sched_snap_release(struct store_sched_snap *snap);
  * A refresh loads whole after store_sched_keep_reset (a new leadership
  * term, a cycle rolled back: its reads may have seen its own writes), when
  * nothing is kept, or on a gap (the node count, an xid bound that went
- * backwards or 2^30 ahead). The result equals a whole load in the same
+ * backwards). The result equals a whole load in the same
  * transaction field for field (unit.store.sched_keep).
  * Ownership: store_sched_keep_new returns a new object (store_sched_keep_free;
  * NULL is a no-op); *snap from a refresh is borrowed until the next

@@ -319,6 +319,10 @@ static struct store_sched_job *rows_jobs(const PGresult *r, struct mu_arena *arr
 {
 	size_t n = (size_t)store_db_nrows(r);
 	struct store_sched_job *out = mu_arena_alloc(arr, n * sizeof(*out) + 1);
+	/* the last row's strings, shared by the next rows equal to them: jobs
+	 * of one model share one (the core caches models by pointer), and the
+	 * mostly equal reasons stay in cache when the cycle compares them */
+	char *model = NULL, *reason = NULL, *msg = NULL;
 
 	for (size_t i = 0; i < n; i++) {
 		struct store_sched_job *j = &out[i];
@@ -326,12 +330,19 @@ static struct store_sched_job *rows_jobs(const PGresult *r, struct mu_arena *arr
 		j->id = getl(r, row, 0);
 		j->tenant_id = getl(r, row, 1);
 		j->user = dup(str, r, row, 2);
-		j->gpu_model = dup(str, r, row, 3);
+		if (!model || strcmp(model, store_db_get(r, row, 3)) != 0)
+			model = dup(str, r, row, 3);
+		j->gpu_model = model;
 		j->topology_required = dup(str, r, row, 4);
 		j->topology_preferred = dup(str, r, row, 5);
 		j->dependencies = dup(str, r, row, 6);
-		j->pending_reason = dup(str, r, row, 7);
-		j->pending_message = dup(str, r, row, 8);
+		j->names_singleton = strstr(j->dependencies, "singleton") != NULL;
+		if (!reason || strcmp(reason, store_db_get(r, row, 7)) != 0)
+			reason = dup(str, r, row, 7);
+		j->pending_reason = reason;
+		if (!msg || strcmp(msg, store_db_get(r, row, 8)) != 0)
+			msg = dup(str, r, row, 8);
+		j->pending_message = msg;
 		j->priority_class_id = geti(r, row, 9);
 		j->nodes = geti(r, row, 10);
 		j->min_nodes = geti(r, row, 11);
@@ -598,22 +609,24 @@ struct store_sched_keep {
 	size_t nunchanged;
 };
 
-/* A row version written by a transaction that the last refresh could not see
- * ($1: the low 32 bits of its bound). age() counts back from this
- * transaction's xid, modulo 2^32, with no conversion per row; a frozen row
- * is as old as can be. */
-#define CHANGED(t) "(age(" t ".xmin) <= age($1::text::xid))"
+/* A row written by a transaction that the last refresh could not see ($1:
+ * that refresh's pg_snapshot_xmin, an xid8): the change column and its
+ * index (migration 210), so the rows are found by a range, not a scan. */
+#define CHANGED(t) "(" t ".chg >= $1::xid8)"
 
 static const char keep_lo_sql[] = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint";
 static const char keep_nodes_sql[] =
-	"WITH c AS (SELECT id FROM nodes WHERE " CHANGED("nodes") " UNION SELECT node_id FROM gpus WHERE "
-	CHANGED("gpus") ") " NODE_SQL("WHERE n.id IN (SELECT id FROM c)", "WHERE node_id IN (SELECT id FROM c)");
+	"WITH c AS MATERIALIZED (SELECT id FROM nodes WHERE " CHANGED("nodes") " UNION SELECT node_id FROM gpus WHERE "
+	CHANGED("gpus") ") " NODE_SQL("WHERE n.id = ANY(ARRAY(SELECT id FROM c))",
+				      "WHERE node_id = ANY(ARRAY(SELECT id FROM c))");
 /* every changed job, pending or not (col 20: whether it is one the core plans) */
-/* (The changed ids are found first, by a scan: ordered in one query, the
- * planner walks the whole primary key instead.) */
+/* (The changed ids are found first, by the change index and, for the jobs
+ * whose begin time came since, jobs_begin_due; then fetched by key: ordered
+ * in one query, the planner walks the whole primary key instead.) */
 static const char keep_jobs_sql[] =
-	"WITH c AS MATERIALIZED (SELECT " JOB_COLS ", " JOB_PENDING " FROM jobs WHERE (" CHANGED("jobs")
-	" OR (begin_at > to_timestamp($2::bigint - 2) AND begin_at <= now()))"
+	"WITH c AS MATERIALIZED (SELECT " JOB_COLS ", " JOB_PENDING " FROM jobs WHERE id = ANY(ARRAY("
+	"SELECT x.id FROM jobs x WHERE " CHANGED("x") " UNION SELECT x.id FROM jobs x WHERE x.state = 'PENDING'"
+	" AND x.begin_at > to_timestamp($2::bigint - 2) AND x.begin_at <= now()))"
 	/* not a row whose last version is the leader's own reason write, kept already */
 	" AND NOT (jobs.xmin = $3::text::xid AND id IN (SELECT unnest($4::bigint[]))))"
 	" SELECT * FROM c ORDER BY 1";
@@ -628,7 +641,7 @@ static const char keep_deps_sql[] = DEPSTATE_SQL("SELECT DISTINCT unnest($1::big
  * all of jobs (merge or hash join, ~100 ms at 150k jobs for ~1k runs). */
 static const char keep_runs_sql[] =
 	"WITH c AS MATERIALIZED (SELECT r.id FROM runs r WHERE " CHANGED("r")
-	" OR (r.live AND r.job_id IN (SELECT unnest($2::bigint[])))"
+	" UNION SELECT r.id FROM runs r WHERE r.live AND r.job_id = ANY($2::bigint[])"
 	" UNION SELECT a.run_id FROM run_allocations a WHERE " CHANGED("a") ")"
 	" SELECT " RUN_COLS ", r.live FROM runs r JOIN jobs j ON j.id = r.job_id"
 	" WHERE r.id = ANY(ARRAY(SELECT id FROM c)) ORDER BY r.id";
@@ -805,7 +818,7 @@ static int keep_merge(PGconn *c, struct store_sched_keep *k, struct store_sched_
 		      struct store_sched_keep_stats *st, const char **whole_why, struct mu_error *err)
 {
 	const struct store_sched_snap *os = &k->snap;
-	char lo32[32], now[32];
+	char lo64[32], now[32];
 	const char *p[4];
 	char own[32];
 	struct sbuf ids = { 0 }, ids2 = { 0 }, ownids = { 0 };
@@ -824,9 +837,9 @@ static int keep_merge(PGconn *c, struct store_sched_keep *k, struct store_sched_
 
 	double t[8];
 	t[0] = keep_ms();
-	snprintf(lo32, sizeof(lo32), "%" PRId64, k->lo & INT64_C(0xffffffff));
+	snprintf(lo64, sizeof(lo64), "%" PRId64, k->lo); /* an xid8: all 64 bits */
 	snprintf(now, sizeof(now), "%" PRId64, k->now);
-	p[0] = lo32;
+	p[0] = lo64;
 	p[1] = now;
 
 	/* nodes: a deleted one leaves no version: the count tells */
@@ -892,7 +905,7 @@ static int keep_merge(PGconn *c, struct store_sched_keep *k, struct store_sched_
 		size_t nsg = 0;
 		int64_t *sg = mu_arena_alloc(cyc, ns->njobs * sizeof(*sg) + 1);
 		for (size_t i = 0; i < ns->njobs; i++)
-			if (ns->jobs[i].dependencies && strstr(ns->jobs[i].dependencies, "singleton"))
+			if (ns->jobs[i].names_singleton) /* read with the row: no walk of every job's text */
 				sg[nsg++] = ns->jobs[i].id;
 		if (nsg) {
 			ids_param(&ids, sg, nsg);
@@ -959,7 +972,7 @@ static int keep_merge(PGconn *c, struct store_sched_keep *k, struct store_sched_
 	t[4] = keep_ms();
 	/* runs: every changed one (its row, an allocation or its job) leaves;
 	 * the live ones come back with their allocations */
-	p[0] = lo32;
+	p[0] = lo64;
 	ids_param(&ids, gone_jobs, ngone);
 	p[1] = ids.p;
 	ret = keep_query(c, keep_runs_sql, 2, p, &r, err);
@@ -1040,7 +1053,7 @@ int store_sched_keep_refresh(PGconn *c, const struct store_sched_settings *set, 
 		return ret;
 	if (!k->have)
 		why = "reset";
-	else if (lo < k->lo || lo - k->lo >= (INT64_C(1) << 30))
+	else if (lo < k->lo) /* xid8s never wrap: a restored database */
 		why = "xid";
 	if (!why) {
 		cyc = arena_new();
@@ -1080,7 +1093,7 @@ int store_sched_keep_lock_pending(PGconn *c, struct store_sched_keep *k, const s
 				  struct mu_error *err)
 {
 	struct sbuf ids = { 0 };
-	char lo32[32];
+	char lo64[32];
 	const char *p[2];
 	PGresult *r = NULL;
 	int64_t *v;
@@ -1095,14 +1108,14 @@ int store_sched_keep_lock_pending(PGconn *c, struct store_sched_keep *k, const s
 	for (size_t i = 0; i < d->npending; i++)
 		v[i] = d->pending[i].job_id;
 	ids_param(&ids, v, uniq_ids(v, d->npending));
-	snprintf(lo32, sizeof(lo32), "%" PRId64, k->lo & INT64_C(0xffffffff));
-	p[0] = lo32;
+	snprintf(lo64, sizeof(lo64), "%" PRId64, k->lo); /* an xid8: all 64 bits */
+	p[0] = lo64;
 	p[1] = ids.p;
 	/* locked, so that no other write comes between this check and the
 	 * reason write; a row of this transaction was read after its write */
 	ret = store_db_exec(c,
 			    "SELECT id FROM jobs WHERE id = ANY($2::bigint[]) AND (NOT " CHANGED("jobs")
-			    " OR jobs.xmin::text::bigint = pg_current_xact_id()::text::bigint % 4294967296)"
+			    " OR jobs.chg = pg_current_xact_id())"
 			    " ORDER BY id FOR UPDATE",
 			    2, p, &r, err);
 	if (!ret) {

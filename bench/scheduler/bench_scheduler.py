@@ -168,8 +168,12 @@ def populate(c, args):
         # The reasons a previous leader left (what the core answers for these
         # jobs): a new leader's first cycle and the steady state then write
         # only what changes, not a backlog of 100k rows at 5,000 per cycle.
-        pg.query("UPDATE jobs SET pending_reason = 'Resources', pending_message = 'waits for ' || nodes"
-                 " || ' node(s) with ' || gpus_per_node || ' free GPU(s)' WHERE state = 'PENDING'")
+        # (Every job but the first few waits behind a waiting job of the same
+        # GPUs: Priority. Before 2026-12-02 18:10 the core's answer flipped
+        # with whether a node was free now, and this wrote Resources.)
+        pg.query("UPDATE jobs SET pending_reason = 'Priority',"
+                 " pending_message = 'waits behind higher-priority jobs that wait for the same GPUs'"
+                 " WHERE state = 'PENDING'")
         pg.query("VACUUM jobs")
     if args.promises:
         # Exercise quota limits (tenant-wide and per model, never reached)

@@ -316,12 +316,25 @@ static int validate(struct cyc *c)
 
 static int model_id(struct cyc *c, const char *m)
 {
+	int id = -2; /* no node has it */
+	/* By pointer first: jobs of one model mostly share their string (the
+	 * store's rows), and a job's string is then not read at all (a cache
+	 * miss per pending job per cycle). Strings do not change in a cycle. */
+	for (int i = 0; i < c->nmcache; i++)
+		if (c->mcache_p[i] == m)
+			return c->mcache_id[i];
 	if (!m || !*m)
-		return -1;
-	for (int i = 0; i < c->nmodels; i++)
-		if (strcmp(c->models[i], m) == 0)
-			return i;
-	return -2; /* no node has it */
+		id = -1;
+	else
+		for (int i = 0; i < c->nmodels; i++)
+			if (strcmp(c->models[i], m) == 0) {
+				id = i;
+				break;
+			}
+	int slot = c->nmcache < SCHED_MCACHE ? c->nmcache++ : (int)(c->mcache_next++ % SCHED_MCACHE);
+	c->mcache_p[slot] = m;
+	c->mcache_id[slot] = id;
+	return id;
 }
 
 /*
@@ -1220,6 +1233,32 @@ static bool try_preempt_quota(struct cyc *c, size_t ji, const struct req *q, int
 	return false;
 }
 
+/* The waiting jobs seen so far in run_jobs(), by the model they want. */
+struct waits {
+	bool any;      /* a job of any model */
+	bool anymodel; /* a job that takes any model */
+	uint64_t models;
+};
+
+static void waits_add(struct waits *w, int model)
+{
+	w->any = true;
+	if (model == -1)
+		w->anymodel = true;
+	else if (model >= 0 && model < 64)
+		w->models |= UINT64_C(1) << model;
+}
+
+/* Whether a job of that model competes with one that waits ahead. */
+static bool waits_ahead(const struct waits *w, int model)
+{
+	if (model == -1 || model >= 64)
+		return w->any;
+	if (model < 0)
+		return false; /* a model no node has: nothing ahead takes its GPUs */
+	return w->anymodel || (w->models >> model & 1);
+}
+
 static void run_jobs(struct cyc *c)
 {
 	const struct sched_snapshot *s = c->s;
@@ -1245,6 +1284,15 @@ static void run_jobs(struct cyc *c)
 	bool sjf_done = !s->settings.predict || s->settings.order == SCHED_ORDER_MULTIFACTOR;
 	bool blocked = false;
 	bool guard = false; /* a starved job holds a reservation: backfill behind it by limits */
+	/*
+	 * Who waits ahead (an admissible job that did not start): a job that
+	 * cannot start behind one that waits for the same GPUs says Priority,
+	 * as Slurm's does, whether or not a node happens to be free now; the
+	 * first one of its kind says Resources. (Whether a node was free now
+	 * flipped ~all the one-node jobs' reasons from cycle to cycle as runs
+	 * ended and started.) Models past the 64th count as any model.
+	 */
+	struct waits w = { false, false, 0 };
 	for (size_t oi = 0; oi < nj; oi++) {
 		if (!sjf_done && depth >= 0 && nres >= depth) {
 			/* Reservations are made: backfill the rest shortest-predicted first. */
@@ -1264,6 +1312,7 @@ static void run_jobs(struct cyc *c)
 			if (c->pv_reason == SCHED_REASON_QUOTA_MAX && c->quota && nres < depth && !blocked &&
 			    reserve_over_quota(c, ji, &q, rt)) {
 				nres++;
+				waits_add(&w, q.model);
 				continue;
 			}
 			finish_verdict(c, ji);
@@ -1279,6 +1328,8 @@ static void run_jobs(struct cyc *c)
 			verdict(c, ji, SCHED_REASON_NONE, c->now, "starts now");
 			continue;
 		}
+		bool behind = waits_ahead(&w, q.model);
+		waits_add(&w, q.model);
 		blocked = s->settings.no_backfill;
 		if (s->settings.preemption && attempts > 0 &&
 		    (j->priority > c->min_preempt_prio || j->priority > c->min_stopping_prio ||
@@ -1312,9 +1363,9 @@ static void run_jobs(struct cyc *c)
 			verdict(c, ji, SCHED_REASON_QUOTA_MAX, SCHED_NEVER, "%s", hmsg);
 			continue;
 		}
-		if (sched__nodes_ge(c, q.model, q.g) >= q.nmin)
+		if (behind)
 			verdict(c, ji, SCHED_REASON_PRIORITY, SCHED_NEVER,
-			        "resources are free now but held for higher-priority jobs' reservations");
+			        "waits behind higher-priority jobs that wait for the same GPUs");
 		else
 			verdict(c, ji, SCHED_REASON_RESOURCES, SCHED_NEVER, "waits for %d node(s) with %d free GPU(s)",
 			        q.nmin, q.g);
@@ -1366,6 +1417,7 @@ static void answer_probe(struct cyc *c, const struct sched_job *probe, int64_t *
 	struct req q;
 	int qmax = 0;
 	c->probe = probe;
+	c->nmcache = 0; /* an explainer's cyc outlives a probe's strings */
 	req_of(c, probe, &q);
 	*probe_start = SCHED_NEVER;
 	if (!admissible(c, 0, &q, &qmax, true)) {

@@ -243,6 +243,8 @@ struct inc {
 	bool *fab;
 };
 
+#define SCHED_MCACHE 8
+
 struct cyc {
 	const struct sched_snapshot *s;
 	struct sched_decisions *d;
@@ -299,6 +301,11 @@ struct cyc {
 	char pv_msg[160];
 	struct qstate *quota;           /* sched_quota.c; NULL: no max_gpus or per-model quota anywhere */
 	struct sched__arr *arr;         /* sched_array.c: live runs per job array, built on first use */
+	/* model_id's cache: a job's gpu_model string (by pointer) -> its model */
+	const char *mcache_p[SCHED_MCACHE];
+	int mcache_id[SCHED_MCACHE];
+	int nmcache;
+	unsigned mcache_next;
 	size_t narr;
 	bool arr_built;
 };

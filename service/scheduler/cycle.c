@@ -75,7 +75,7 @@ static const struct sched_delta *keep_hint(struct scheduler_keep *k, const struc
  * plans' maximum age covers). Without kept state: always.
  */
 static bool plan_moves(struct scheduler_keep *k, const struct sched_snapshot *s,
-		       const struct store_sched_decisions *d, int started, int changed)
+		       const struct store_sched_decisions *d, int started, int changed, size_t jobs_read)
 {
 	uint64_t fp;
 	bool moved;
@@ -86,6 +86,16 @@ static bool plan_moves(struct scheduler_keep *k, const struct sched_snapshot *s,
 		/* These writes change the next cycle's snapshot (a job becomes a
 		 * run, a run stops or shrinks): it cannot be this one, so its
 		 * fingerprint (a walk of every job, run and node) is not needed. */
+		k->have_fingerprint = false;
+		return true;
+	}
+	if ((s->delta && (s->delta->nnodes || s->delta->nadded || s->delta->nremoved)) || jobs_read) {
+		/* The hint says nodes or runs differ from the last snapshot (the
+		 * last committed cycle's: a failed one drops the kept state), or
+		 * the refresh read job rows written since: the fingerprint would
+		 * differ too (or, for a row written with no change that matters,
+		 * the generation moves once more than needed, which is safe), so
+		 * its walk is not needed. */
 		k->have_fingerprint = false;
 		return true;
 	}
@@ -109,7 +119,7 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 	struct sched_decisions *dec = o->keep ? &o->keep->dec : &local;
 	struct scheduler_decisions out = { 0 };
 	int down = 0, timeouts = 0, expired = 0, ended = 0, running = 0, started = 0, due = 0;
-	double t0 = scheduler_now_ms(), t1, t2, t3, tb, th, tc, tl, ta;
+	double t0 = scheduler_now_ms(), t1, t2, t3, tb, th, tc, tl, ta, tn, tr;
 	int ret;
 
 	sched_decisions_init(&local);
@@ -117,19 +127,28 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 	ret = store_sched_cycle_begin(c, epoch, err);
 	if (ret)
 		return ret;
+	double tp[8];
+	tp[0] = scheduler_now_ms();
 	ret = store_sched_settings_load(c, &set, err);
+	tp[1] = scheduler_now_ms();
 	if (!ret && (o->time_work || !o->full))
 		ret = store_sched_mark_down(c, set.heartbeat_timeout, &down, err);
+	tp[2] = scheduler_now_ms();
 	if (!ret && (o->time_work || !o->full))
 		ret = store_sched_timeouts(c, &timeouts, err);
+	tp[3] = scheduler_now_ms();
 	if (!ret && (o->time_work || !o->full))
 		ret = store_sched_expire_stops(c, o->stop_margin_s, &expired, err);
+	tp[4] = scheduler_now_ms();
 	if (!ret && (o->time_work || !o->full))
 		ret = store_sched_finish_runs(c, set.half_life, &ended, err);
+	tp[5] = scheduler_now_ms();
 	if (!ret && (o->time_work || !o->full))
 		ret = store_sched_sync_running(c, &running, err);
+	tp[6] = scheduler_now_ms();
 	if (!ret && (o->time_work || !o->full))
 		ret = store_sched_begin_due(c, &due, err); /* --begin: a full cycle when one is due */
+	tp[7] = scheduler_now_ms();
 	if (ret)
 		goto out_rollback;
 	if (did_full)
@@ -180,10 +199,12 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 	if (!ret && o->keep)
 		ret = store_sched_keep_note_pending(c, o->keep->db, &out.db, err);
 	/* the plan dry-runs answer from (service/plan) is this one now */
-	if (!ret && plan_moves(o->keep, &snap.core, &out.db, started, down + timeouts + expired + ended + running))
+	if (!ret && plan_moves(o->keep, &snap.core, &out.db, started, down + timeouts + expired + ended + running,
+				  ks.whole ? 0 : ks.jobs))
 		ret = store_plan_generation_bump(c, err);
 	if (ret)
 		goto out_rollback;
+	tn = scheduler_now_ms();
 
 	st->load_ms = t2 - t1;
 	st->commit_ms = scheduler_now_ms() - t3;
@@ -196,6 +217,7 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 	ret = store_sched_record_cycle(c, st, err);
 	if (ret)
 		goto out_rollback;
+	tr = scheduler_now_ms();
 	ret = store_sched_cycle_commit(c, epoch, err);
 	st->cycle_ms = scheduler_now_ms() - t0;
 	if (ret) {
@@ -210,12 +232,15 @@ int scheduler_cycle_run(PGconn *c, int64_t epoch, const struct scheduler_cycle_o
 			" timeouts=%d stop_expired=%d nodes_down=%d failed=%zu pending=%d running=%d"
 			" reasons=%zu load_ms=%.1f core_ms=%.1f write_ms=%.1f total_ms=%.1f hint=%s"
 			" load=%s changed_jobs=%zu changed_runs=%zu changed_nodes=%zu"
-			" phases: build=%.1f hint=%.1f sched=%.1f map=%.1f lock=%.1f apply=%.1f note+bump=%.1f",
+			" phases: pre=%.1f (settings %.1f down %.1f timeouts %.1f expire %.1f finish %.1f sync %.1f due %.1f) build=%.1f hint=%.1f sched=%.1f map=%.1f lock=%.1f apply=%.1f"
+			" note+bump=%.1f record=%.1f commit=%.1f",
 			epoch, started, ended, out.db.npreempt, out.db.nfail_runs, out.db.nshrinks, timeouts,
 			expired, down, out.db.nfail_jobs,
 			st->pending, st->running, out.db.npending, st->load_ms, t3 - t2, st->commit_ms, st->cycle_ms,
 			snap.core.delta ? "yes" : "no", ks.whole ? (ks.why ? ks.why : "whole") : "changes", ks.jobs,
-			ks.runs, ks.nodes, tb - t2, th - tb, tc - th, t3 - tc, tl - t3, ta - tl, st->commit_ms - (ta - t3));
+			ks.runs, ks.nodes, t1 - t0, tp[1] - tp[0], tp[2] - tp[1], tp[3] - tp[2], tp[4] - tp[3], tp[5] - tp[4],
+			tp[6] - tp[5], tp[7] - tp[6], tb - t2, th - tb, tc - th, t3 - tc, tl - t3, ta - tl, tn - ta, tr - tn,
+			st->cycle_ms - (tr - t0));
 	goto out;
 out_rollback:
 	store_sched_cycle_rollback(c);

@@ -143,6 +143,7 @@ static void compare(const struct store_sched_snap *a, const struct store_sched_s
 			      x->time_limit == y->time_limit && x->retries == y->retries &&
 			      x->created_at == y->created_at && x->planned_start == y->planned_start &&
 			      x->array_job_id == y->array_job_id && x->array_throttle == y->array_throttle &&
+			      x->names_singleton == y->names_singleton &&
 			      x->dep_count == y->dep_count,
 		      "round %d: job %" PRId64 "/%" PRId64 " differs (reason %s/%s message %s/%s planned %" PRId64
 		      "/%" PRId64 " deps %zu/%zu)", round, x->id, y->id, x->pending_reason, y->pending_reason,
