@@ -8,22 +8,18 @@ before it, only one fits at t=1000. `--policy muster` backfills in its own
 so B1 starts at 1000 and B2 at 1050. `--policy easy --predict` backfills
 shortest-predicted first (EASY-SJBF): B2 at 1000, B1 at 1010. Under the
 invariant checker."""
-import json, os, subprocess, sys, tempfile
+import sys
+
+from simcase import replay, starts_by_duration
 
 SIM = sys.argv[1]
 starts = {}
-with tempfile.TemporaryDirectory() as d:
-    rows = ['submit,duration,gpus,tenant,user,time_limit,class',
-            '0,1000,4,a,u0,1000,normal', '0,2000,1,a,u1,2000,normal', '1,100,5,a,u2,100,high',
-            '2,50,3,a,u3,50,normal', '999,10,3,a,u4,10,normal']
-    open(os.path.join(d, 't.csv'), 'w').write('\n'.join(rows) + '\n')
-    cl = {'nodes': [{'name': 'n', 'count': 5, 'gpus': 1}], 'settings': {'preemption': False}}
-    open(os.path.join(d, 'c.json'), 'w').write(json.dumps(cl))
-    for name, args in (('muster', ['--policy', 'muster']), ('easy_predict', ['--policy', 'easy', '--predict'])):
-        pl = os.path.join(d, name + '.jsonl')
-        subprocess.run([SIM, '--csv', os.path.join(d, 't.csv'), '--cluster', os.path.join(d, 'c.json'),
-                        '--check', '--quiet', '--placements-out', pl] + args, check=True)
-        starts[name] = {r['end'] - r['start']: r['start'] for r in map(json.loads, open(pl))}
+rows = ['submit,duration,gpus,tenant,user,time_limit,class',
+        '0,1000,4,a,u0,1000,normal', '0,2000,1,a,u1,2000,normal', '1,100,5,a,u2,100,high',
+        '2,50,3,a,u3,50,normal', '999,10,3,a,u4,10,normal']
+cl = {'nodes': [{'name': 'n', 'count': 5, 'gpus': 1}], 'settings': {'preemption': False}}
+for name, args in (('muster', ['--policy', 'muster']), ('easy_predict', ['--policy', 'easy', '--predict'])):
+    starts[name] = starts_by_duration(replay(SIM, rows, cl, args))
 print(starts)
 ok = (starts['muster'][50] == 1000 and starts['muster'][10] == 1050 and
       starts['easy_predict'][10] == 1000 and starts['easy_predict'][50] == 1010)

@@ -6,23 +6,19 @@ S (4 GPUs, 10 s, limit 10) at t=2 wait for it. By expansion factor S goes
 first at t=1000. With W's limit 1000 it has waited past a tenth of it, so it
 starts first (S too, but W is older); with its limit 100000 it has not, and
 with starve_after 0 the rule is off: S first in both."""
-import json, os, subprocess, sys, tempfile
+import sys
+
+from simcase import replay, start_runs
 
 SIM = sys.argv[1]
 starts = {}
-with tempfile.TemporaryDirectory() as d:
-    for name, limit, starve in (('wide', 1000, 172800), ('young', 100000, 172800), ('off', 1000, 0)):
-        rows = ['submit,duration,gpus,tenant,user,time_limit',
-                '0,1000,1,a,u0,1000', '1,100,4,a,u1,%d' % limit, '2,10,4,a,u2,10']
-        open(os.path.join(d, 't.csv'), 'w').write('\n'.join(rows) + '\n')
-        cl = {'nodes': [{'name': 'n', 'count': 4, 'gpus': 1}],
-              'settings': {'weight_fairshare': 0, 'weight_age': 1000, 'weight_size': 0, 'weight_xfactor': 100,
-                           'predict_runtimes': False, 'starve_after': starve}}
-        open(os.path.join(d, 'c.json'), 'w').write(json.dumps(cl))
-        pl = os.path.join(d, name + '.jsonl')
-        subprocess.run([SIM, '--csv', os.path.join(d, 't.csv'), '--cluster', os.path.join(d, 'c.json'),
-                        '--policy', 'muster', '--check', '--quiet', '--placements-out', pl], check=True)
-        starts[name] = sorted((r['start'], r['end'] - r['start']) for r in map(json.loads, open(pl)))
+for name, limit, starve in (('wide', 1000, 172800), ('young', 100000, 172800), ('off', 1000, 0)):
+    rows = ['submit,duration,gpus,tenant,user,time_limit',
+            '0,1000,1,a,u0,1000', '1,100,4,a,u1,%d' % limit, '2,10,4,a,u2,10']
+    cl = {'nodes': [{'name': 'n', 'count': 4, 'gpus': 1}],
+          'settings': {'weight_fairshare': 0, 'weight_age': 1000, 'weight_size': 0, 'weight_xfactor': 100,
+                       'predict_runtimes': False, 'starve_after': starve}}
+    starts[name] = start_runs(replay(SIM, rows, cl))
 print(starts)
 ok = (starts['wide'] == [(0, 1000), (1000, 100), (1100, 10)] and
       starts['young'] == [(0, 1000), (1000, 10), (1010, 100)] and

@@ -6,23 +6,19 @@ wait for it. By age the long job goes first; by expansion factor
 short one does, and the long one follows it; with settings.starve_after 500
 both have waited past it at t=1000, so the older (long) one goes first again.
 All under the invariant checker."""
-import json, os, subprocess, sys, tempfile
+import sys
+
+from simcase import replay, start_runs
 
 SIM = sys.argv[1]
 starts = {}
-with tempfile.TemporaryDirectory() as d:
-    rows = ['submit,duration,gpus,tenant,user,time_limit',
-            '0,1000,1,a,u0,1000', '1,1000,1,a,u1,1000', '2,10,1,a,u2,10']
-    open(os.path.join(d, 't.csv'), 'w').write('\n'.join(rows) + '\n')
-    for name, xf, starve in (('age', 0, 0), ('xfactor', 1, 0), ('starved', 1, 500)):
-        cl = {'nodes': [{'name': 'n', 'count': 1, 'gpus': 1}],
-              'settings': {'weight_fairshare': 0, 'weight_age': 1000, 'weight_size': 0, 'weight_xfactor': xf,
-                           'starve_after': starve}}
-        open(os.path.join(d, 'c.json'), 'w').write(json.dumps(cl))
-        pl = os.path.join(d, name + '.jsonl')
-        subprocess.run([SIM, '--csv', os.path.join(d, 't.csv'), '--cluster', os.path.join(d, 'c.json'),
-                        '--policy', 'muster', '--check', '--quiet', '--placements-out', pl], check=True)
-        starts[name] = sorted((r['start'], r['end'] - r['start']) for r in map(json.loads, open(pl)))
+rows = ['submit,duration,gpus,tenant,user,time_limit',
+        '0,1000,1,a,u0,1000', '1,1000,1,a,u1,1000', '2,10,1,a,u2,10']
+for name, xf, starve in (('age', 0, 0), ('xfactor', 1, 0), ('starved', 1, 500)):
+    cl = {'nodes': [{'name': 'n', 'count': 1, 'gpus': 1}],
+          'settings': {'weight_fairshare': 0, 'weight_age': 1000, 'weight_size': 0, 'weight_xfactor': xf,
+                       'starve_after': starve}}
+    starts[name] = start_runs(replay(SIM, rows, cl))
 print(starts)
 ok = (starts['age'] == [(0, 1000), (1000, 1000), (2000, 10)] and
       starts['xfactor'] == [(0, 1000), (1000, 10), (1010, 1000)] and
