@@ -244,6 +244,7 @@ struct inc {
 };
 
 #define SCHED_MCACHE 8
+#define SCHED_AHEAD 16 /* jobs prefetched ahead of the priority-order walk */
 
 struct cyc {
 	const struct sched_snapshot *s;

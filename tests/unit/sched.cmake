@@ -16,3 +16,7 @@ add_test(NAME unit.sched.topo_prop COMMAND sched_topo_prop 20000 12345)
 add_executable(sched_explainer_prop ${CMAKE_CURRENT_LIST_DIR}/sched/explainer_prop.c)
 target_link_libraries(sched_explainer_prop muster_sched)
 add_test(NAME unit.sched.explainer_prop COMMAND sched_explainer_prop 300 4242)
+# The walk's order (the sort of pending jobs) is the documented one.
+add_executable(sched_order_prop ${CMAKE_CURRENT_LIST_DIR}/sched/order_prop.c)
+target_link_libraries(sched_order_prop muster_sched)
+add_test(NAME unit.sched.order_prop COMMAND sched_order_prop 80 77)
