@@ -204,6 +204,7 @@ struct uset {
 	size_t n, cap;
 	uint32_t *slot; /* index into u + 1; 0 = empty */
 	size_t nslot;   /* a power of two, at least twice n */
+	size_t last;    /* the pair found last */
 };
 
 static size_t ukey_slot(const struct uset *s, int tenant, const char *name)
@@ -227,30 +228,42 @@ static void uset_rehash(struct uset *s)
 	}
 }
 
-static void add_user(struct uset *s, int tenant, const char *name)
+/* The pair's index in the order first seen; -1 for no tenant. */
+static int add_user(struct uset *s, int tenant, const char *name)
 {
 	size_t i;
 
 	if (tenant < 0)
-		return;
+		return -1;
 	name = name ? name : "";
+	if (s->n && s->u[s->last].tenant == tenant && s->u[s->last].name == name)
+		return (int)s->last; /* the rows share one string for a run of one user's jobs */
 	if ((s->n + 1) * 2 > s->nslot)
 		uset_rehash(s);
 	for (i = ukey_slot(s, tenant, name); s->slot[i]; i = (i + 1) & (s->nslot - 1)) {
 		const struct ukey *x = &s->u[s->slot[i] - 1];
-		if (x->tenant == tenant && !strcmp(x->name, name))
-			return;
+		if (x->tenant == tenant && !strcmp(x->name, name)) {
+			s->last = s->slot[i] - 1;
+			return (int)s->last;
+		}
 	}
 	s->u = mu_grow(s->u, &s->cap, s->n + 1, sizeof(*s->u));
-	s->u[s->n++] = (struct ukey){ tenant, name, 0 };
-	s->slot[i] = (uint32_t)s->n;
+	s->u[s->n] = (struct ukey){ tenant, name, (int)s->n };
+	s->slot[i] = (uint32_t)++s->n;
+	s->last = s->n - 1;
+	return (int)s->last;
 }
+
+static void snap_job(const struct scheduler_snap *s, const struct store_sched_job *dj, int user,
+		     const struct store_sched_edge *edges, const struct store_sched_depstate *states, size_t nstates,
+		     struct sched_dep *deps, struct sched_job *j);
 
 int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_snap *s, struct mu_error *err)
 {
 	struct snap_priv *p = mu_calloc(1, sizeof(*p));
 	struct sched_snapshot *c = &s->core;
 	size_t nu = 0, ndeps = 0;
+	int *juser = NULL; /* each job's then each run's user index */
 	int ret = 0;
 
 	memset(s, 0, sizeof(*s));
@@ -315,13 +328,18 @@ int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_sna
 	}
 	c->tenants = s->tenants;
 
-	/* users: every (tenant, user) seen in jobs, runs and usage, in order */
+	/* users: every (tenant, user) seen in jobs, runs and usage, in order.
+	 * Each job's and run's pair is remembered as found (by index, then
+	 * mapped to the sorted order), not looked up again by name. */
 	{
 		struct uset us = { 0 };
+		juser = mu_calloc(db->njobs + db->nruns + 1, sizeof(*juser));
 		for (size_t i = 0; i < db->njobs; i++)
-			add_user(&us, lookup(p->tenants, db->ntenants, db->jobs[i].tenant_id), db->jobs[i].user);
+			juser[i] = add_user(&us, lookup(p->tenants, db->ntenants, db->jobs[i].tenant_id),
+					    db->jobs[i].user);
 		for (size_t i = 0; i < db->nruns; i++)
-			add_user(&us, lookup(p->tenants, db->ntenants, db->runs[i].tenant_id), db->runs[i].user);
+			juser[db->njobs + i] = add_user(&us, lookup(p->tenants, db->ntenants, db->runs[i].tenant_id),
+							db->runs[i].user);
 		for (size_t i = 0; i < db->nusage; i++)
 			if (db->usage[i].user[0])
 				add_user(&us, lookup(p->tenants, db->ntenants, db->usage[i].tenant_id),
@@ -331,6 +349,12 @@ int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_sna
 		nu = us.n;
 		if (nu)
 			qsort(p->users, nu, sizeof(*p->users), cmp_ukey);
+		int *at = mu_calloc(nu + 1, sizeof(*at)); /* first-seen index -> sorted */
+		for (size_t i = 0; i < nu; i++)
+			at[p->users[i].idx] = (int)i;
+		for (size_t i = 0; i < db->njobs + db->nruns; i++)
+			juser[i] = juser[i] < 0 ? -1 : at[juser[i]];
+		mu_free(at);
 	}
 	p->nusers = nu;
 	s->users = mu_calloc(nu + 1, sizeof(*s->users));
@@ -402,7 +426,7 @@ int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_sna
 			r->run_id = dr->id;
 			r->job_id = dr->job_id;
 			r->tenant = t < 0 ? 0 : t;
-			r->user = scheduler_snap_user(s, r->tenant, dr->user);
+			r->user = t < 0 ? scheduler_snap_user(s, r->tenant, dr->user) : juser[db->njobs + i];
 			r->priority = cl ? cl->priority : 0;
 			r->preemptible = cl ? cl->preemptible : true;
 			r->grace = cl ? cl->grace_period : 30;
@@ -439,19 +463,21 @@ int scheduler_snap_build(const struct store_sched_snap *db, struct scheduler_sna
 	s->jobs = mu_calloc(db->njobs + 1, sizeof(*s->jobs));
 	for (size_t i = 0; i < db->njobs; i++) {
 		const struct store_sched_job *dj = &db->jobs[i];
-		scheduler_snap_job(s, dj, &db->edges[dj->dep_first], db->deps, db->ndeps, &s->deps[ndeps],
-				   &s->jobs[i]);
+		snap_job(s, dj, juser[i], &db->edges[dj->dep_first], db->deps, db->ndeps, &s->deps[ndeps],
+			 &s->jobs[i]);
 		ndeps += s->jobs[i].ndeps;
 	}
 	c->njobs = db->njobs;
 	c->jobs = s->jobs;
 out:
+	mu_free(juser);
 	return ret;
 }
 
-void scheduler_snap_job(const struct scheduler_snap *s, const struct store_sched_job *dj,
-			const struct store_sched_edge *edges, const struct store_sched_depstate *states,
-			size_t nstates, struct sched_dep *deps, struct sched_job *j)
+/* user: the job's index in s->users when known (-2: look it up by name) */
+static void snap_job(const struct scheduler_snap *s, const struct store_sched_job *dj, int user,
+		     const struct store_sched_edge *edges, const struct store_sched_depstate *states, size_t nstates,
+		     struct sched_dep *deps, struct sched_job *j)
 {
 	const struct store_sched_class *cl = class_of(s->db, dj->priority_class_id);
 	int t = scheduler_snap_tenant(s, dj->tenant_id);
@@ -459,7 +485,7 @@ void scheduler_snap_job(const struct scheduler_snap *s, const struct store_sched
 	memset(j, 0, sizeof(*j));
 	j->id = dj->id;
 	j->tenant = t < 0 ? 0 : t;
-	j->user = scheduler_snap_user(s, j->tenant, dj->user);
+	j->user = t >= 0 && user != -2 ? user : scheduler_snap_user(s, j->tenant, dj->user);
 	j->priority = cl ? cl->priority : 0;
 	j->preemptible = cl ? cl->preemptible : true;
 	j->submit = dj->created_at;
@@ -481,6 +507,13 @@ void scheduler_snap_job(const struct scheduler_snap *s, const struct store_sched
 						       .state = SCHED_DEP_ACTIVE };
 	if (j->ndeps)
 		j->deps = deps;
+}
+
+void scheduler_snap_job(const struct scheduler_snap *s, const struct store_sched_job *dj,
+			const struct store_sched_edge *edges, const struct store_sched_depstate *states,
+			size_t nstates, struct sched_dep *deps, struct sched_job *j)
+{
+	snap_job(s, dj, -2, edges, states, nstates, deps, j);
 }
 
 void scheduler_snap_release(struct scheduler_snap *s)
