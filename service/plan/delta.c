@@ -29,12 +29,32 @@ struct plan_delta {
 	size_t cap_dn, cap_add, cap_rem;
 };
 
-/* FNV-1a over bytes. */
+/*
+ * FNV-1a's step over 8-byte words (then the tail), with a shift folded in.
+ * Each step is a bijection of h for a given word, so two inputs that
+ * differ in one field never hash alike. Byte by byte, the hash of every
+ * run each cycle was ~7% of a steady cycle at 50k runs. Only compared
+ * within one process: free to change.
+ */
+static inline uint64_t h_word(uint64_t h, uint64_t w)
+{
+	h = (h ^ w) * UINT64_C(1099511628211);
+	return h ^ (h >> 29);
+}
+
 static uint64_t h_bytes(uint64_t h, const void *p, size_t n)
 {
 	const unsigned char *b = p;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * UINT64_C(1099511628211);
+	uint64_t w;
+	for (; n >= 8; b += 8, n -= 8) {
+		memcpy(&w, b, 8);
+		h = h_word(h, w);
+	}
+	if (n) {
+		w = 0;
+		memcpy(&w, b, n);
+		h = h_word(h, w ^ (uint64_t)n << 56);
+	}
 	return h;
 }
 
