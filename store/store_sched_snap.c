@@ -737,21 +737,31 @@ static void *merge_rows(struct mu_arena *arr, size_t sz, const void *old, size_t
 	size_t i = 0, j = 0, g = 0, n = 0;
 
 	for (;;) {
-		if (i < nold) {
-			int64_t id = ROW_ID(old, sz, i);
+		/* The old rows up to the next gone one or the next added one
+		 * (an added row goes after old rows of its id), in one copy:
+		 * 100k rows a cycle with a few hundred changes. */
+		size_t b = i;
+		for (; b < nold; b++) {
+			int64_t id = ROW_ID(old, sz, b);
+			if (j < nadd && ROW_ID(add, sz, j) < id)
+				break;
 			while (g < ngone && gone[g] < id)
 				g++;
-			if (g < ngone && gone[g] == id) {
-				i++;
-				continue;
-			}
+			if (g < ngone && gone[g] == id)
+				break;
 		}
-		if (i >= nold && j >= nadd)
-			break;
-		if (j < nadd && (i >= nold || ROW_ID(add, sz, j) < ROW_ID(old, sz, i)))
-			memcpy(out + n++ * sz, (const char *)add + j++ * sz, sz);
-		else
-			memcpy(out + n++ * sz, (const char *)old + i++ * sz, sz);
+		if (b > i) {
+			memcpy(out + n * sz, (const char *)old + i * sz, (b - i) * sz);
+			n += b - i;
+			i = b;
+		}
+		if (i < nold && g < ngone && gone[g] == ROW_ID(old, sz, i)) {
+			i++;
+			continue;
+		}
+		if (j >= nadd)
+			break; /* and i == nold */
+		memcpy(out + n++ * sz, (const char *)add + j++ * sz, sz);
 	}
 	*nout = n;
 	return out;
