@@ -254,7 +254,7 @@ def bench_cycle(args):
                                                  co, wr, re_, to,
                                                  ", kept view + hint" if hint == "yes" else ""))
         phases = re.findall(r"phases: (.*)", log)
-        for ph in phases[-5:]:
+        for ph in phases if args.phases else phases[-5:]:
             print("phases (last cycles): " + ph)
         for ph in re.findall(r"kept snapshot: (.*)", log)[-5:]:
             print("refresh (last cycles): " + ph)
@@ -357,6 +357,7 @@ def main():
     a.add_argument("--changes", type=int, default=0,
                    help="row changes (submits, cancels, run ends, node rows) every --change-every seconds")
     a.add_argument("--change-every", type=float, default=0.5)
+    a.add_argument("--phases", action="store_true", help="print every cycle's phases, not the last five")
     a.add_argument("--promises", action="store_true",
                    help="add never-reached quotas (tenant-wide and per model) and user run-time histories")
     a.add_argument("--sched-arg", action="append", default=[],
