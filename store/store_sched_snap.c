@@ -1196,7 +1196,7 @@ static int apply_starts(PGconn *c, int64_t epoch, const struct store_sched_decis
 			struct mu_error *err)
 {
 	struct sbuf jobs = { 0 }, nn = { 0 }, gpn = { 0 }, pr = { 0 }, runs = { 0 }, node = { 0 }, rank = { 0 },
-		    gpu = { 0 };
+		    gpu = { 0 }, rids = { 0 };
 	char ep[32];
 	const char *p[5];
 	PGresult *r = NULL;
@@ -1301,11 +1301,20 @@ static int apply_starts(PGconn *c, int64_t epoch, const struct store_sched_decis
 			    4, p, NULL, err);
 	if (ret)
 		goto out;
+	/* The new runs once each, and named on both sides of the join: the
+	 * planner then reads their allocations by key (with the per-GPU list
+	 * it guessed 300 runs for 40 and scanned all live allocations). */
+	sb_open(&rids);
+	for (size_t i = 0; i < nr; i++)
+		sb_int(&rids, job_sorted[2 * i + 1]);
+	sb_close(&rids);
+	p[0] = rids.p;
 	ret = store_db_exec(c,
 			    "UPDATE runs SET master_addr = CASE WHEN n.address <> '' THEN n.address ELSE n.name END,"
 			    "   master_port = 29500 + (runs.id % 10000)::int"
 			    " FROM run_allocations x JOIN nodes n ON n.id = x.node_id"
-			    " WHERE runs.id = x.run_id AND x.node_rank = 0 AND x.live AND runs.id = ANY($1::bigint[])",
+			    " WHERE runs.id = x.run_id AND x.node_rank = 0 AND x.live AND runs.id = ANY($1::bigint[])"
+			    " AND x.run_id = ANY($1::bigint[])",
 			    1, p, NULL, err);
 	if (ret)
 		goto out;
@@ -1330,6 +1339,7 @@ out:
 	mu_free(node.p);
 	mu_free(rank.p);
 	mu_free(gpu.p);
+	mu_free(rids.p);
 	return ret;
 }
 
