@@ -124,24 +124,32 @@ static struct sched_dep dep_of(const struct store_sched_edge *e, const struct st
 }
 
 struct pkey {
-	const char *path;
+	const char *path; /* the node's topology, borrowed */
+	size_t len;       /* the prefix of it that names the unit */
 	int node;
 };
 
 static int cmp_pkey(const void *x, const void *y)
 {
 	const struct pkey *a = x, *b = y;
-	int c = strcmp(a->path, b->path);
+	int c = memcmp(a->path, b->path, a->len < b->len ? a->len : b->len);
+	if (!c)
+		c = (a->len > b->len) - (a->len < b->len);
 	return c ? c : (a->node > b->node) - (a->node < b->node);
 }
 
+static bool pkey_same(const struct pkey *a, const struct pkey *b)
+{
+	return a->len == b->len && !memcmp(a->path, b->path, a->len);
+}
+
 /* Topology units per level: nodes with the same path prefix (the first
- * level+1 components) share the index of the first such node. */
+ * level+1 components) share the index of the first such node. The
+ * prefixes are compared in place (no copy per node per level per cycle). */
 static void build_units(const struct store_sched_snap *db, struct sched_node *nodes)
 {
 	size_t n = db->nnodes;
 	struct pkey *k = mu_calloc(n + 1, sizeof(*k));
-	char **pref = mu_calloc(n + 1, sizeof(*pref));
 
 	for (int lv = 0; lv < db->settings.nlevels && lv < SCHED_MAX_LEVELS; lv++) {
 		size_t m = 0;
@@ -167,25 +175,19 @@ static void build_units(const struct store_sched_snap *db, struct sched_node *no
 			}
 			if (!e)
 				continue;
-			pref[i] = mu_strndup(t, (size_t)(e - t));
-			k[m++] = (struct pkey){ pref[i], (int)i };
+			k[m++] = (struct pkey){ t, (size_t)(e - t), (int)i };
 		}
 		qsort(k, m, sizeof(*k), cmp_pkey);
 		for (size_t i = 0, first = 0; i < m; i++) {
-			if (i == 0 || strcmp(k[i].path, k[i - 1].path))
+			if (i == 0 || !pkey_same(&k[i], &k[i - 1]))
 				first = (size_t)k[i].node;
 			nodes[k[i].node].unit[lv] = (int)first;
-		}
-		for (size_t i = 0; i < n; i++) {
-			mu_free(pref[i]);
-			pref[i] = NULL;
 		}
 	}
 	for (int lv = db->settings.nlevels; lv < SCHED_MAX_LEVELS; lv++)
 		for (size_t i = 0; i < n; i++)
 			nodes[i].unit[lv] = -1;
 	mu_free(k);
-	mu_free(pref);
 }
 
 static const struct store_sched_class *class_of(const struct store_sched_snap *db, int id)
