@@ -19,7 +19,8 @@
  * truncates to the millisecond; NULL for a timestamp not finite gives ""),
  * without a to_char per row where a scan returns thousands of rows. `out`
  * holds at least STORE_TS_LEN bytes. */
-#define TS_US(col) "CASE WHEN isfinite(" col ") THEN (extract(epoch FROM " col ") * 1000000)::bigint END"
+#define TS_US(col)                                                                                 \
+	"CASE WHEN isfinite(" col ") THEN (extract(epoch FROM " col ") * 1000000)::bigint END"
 #define STORE_TS_LEN 96
 void store__ts_text(const PGresult *r, int row, int col, char *out);
 

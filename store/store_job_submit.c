@@ -653,8 +653,8 @@ static int id_block_read(const PGresult *r, size_t total, struct mu_arena *a, st
  * back and decodes it all the strict way (store_job_submit_group).
  */
 static int stream_rows(PGconn *c, struct group_ctx *g, struct store_job_submit *s,
-		       const struct id_block *ids, int64_t *tids, int64_t *cids, struct mu_buf *rows, bool *copying,
-		       struct mu_error *err)
+		       const struct id_block *ids, int64_t *tids, int64_t *cids, struct mu_buf *rows,
+		       bool *copying, struct mu_error *err)
 {
 	static const char copy_jobs_sql[] = COPY_JOBS_SQL;
 	int ret = 0;
