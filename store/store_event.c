@@ -77,7 +77,7 @@ int store_event_feed(PGconn *c, struct mu_arena *a, int64_t after, int64_t upto,
 		     struct store_event_row **out, size_t *n, struct mu_error *err)
 {
 	static const char sql[] =
-		"SELECT e.id, " TS("e.at") ", e.kind, coalesce(e.job_id, 0), coalesce(e.run_id, 0),"
+		"SELECT e.id, " TS_US("e.at") ", e.kind, coalesce(e.job_id, 0), coalesce(e.run_id, 0),"
 		" e.reason, e.data::text, coalesce(t.path, ''), coalesce(nd.name, '')"
 		" FROM events e LEFT JOIN tenants t ON t.id = e.tenant_id"
 		" LEFT JOIN nodes nd ON nd.id = e.node_id"
@@ -99,9 +99,11 @@ int store_event_feed(PGconn *c, struct mu_arena *a, int64_t after, int64_t upto,
 	*out = mu_arena_alloc(a, sizeof(**out) * (size_t)(rows + 1));
 	for (int i = 0; i < rows; i++) {
 		struct store_event_row *e = &(*out)[i];
+		char at[STORE_TS_LEN];
 
 		e->id = store_db_get_int64(res, i, 0);
-		e->at = mu_arena_strdup(a, store_db_get(res, i, 1));
+		store__ts_text(res, i, 1, at);
+		e->at = mu_arena_strdup(a, at);
 		e->kind = mu_arena_strdup(a, store_db_get(res, i, 2));
 		e->job_id = store_db_get_int64(res, i, 3);
 		e->run_id = store_db_get_int64(res, i, 4);

@@ -1,6 +1,8 @@
 /* store_int.c - see store_int.h. */
 #include "store_int.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "db.h"
@@ -46,6 +48,29 @@ void store__int_array(struct mu_buf *b, const int64_t *v, size_t n)
 		mu_buf_add_int(b, v[i]);
 	}
 	mu_buf_addc(b, '}');
+}
+
+void store__ts_text(const PGresult *r, int row, int col, char *out)
+{
+	long long us, sec, rem;
+	time_t t;
+	struct tm tm;
+
+	*out = 0;
+	if (store_db_is_null(r, row, col))
+		return;
+	us = strtoll(store_db_get(r, row, col), NULL, 10);
+	sec = us / 1000000;
+	rem = us % 1000000;
+	if (rem < 0) { /* before 1970: floor, as the timestamp's own fields */
+		rem += 1000000;
+		sec--;
+	}
+	t = (time_t)sec;
+	if (!gmtime_r(&t, &tm))
+		return;
+	snprintf(out, STORE_TS_LEN, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(rem / 1000));
 }
 
 double store__mono_ms(void)

@@ -15,6 +15,15 @@
 /* A timestamp column as RFC 3339 text in UTC, milliseconds. */
 #define TS(col) "to_char((" col ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
+/* TS's text built here from TS_US's value: the same characters (to_char
+ * truncates to the millisecond; NULL for a timestamp not finite gives ""),
+ * without a to_char per row where a scan returns thousands of rows. `out`
+ * holds at least STORE_TS_LEN bytes. */
+#define TS_US(col)                                                                                 \
+	"CASE WHEN isfinite(" col ") THEN (extract(epoch FROM " col ") * 1000000)::bigint END"
+#define STORE_TS_LEN 96
+void store__ts_text(const PGresult *r, int row, int col, char *out);
+
 /* Tenant path column `path` is within scope parameter p ($N, NULL = all);
  * IN_SCOPE(p) for the usual `t.path`. */
 #define IN_SCOPE_OF(path, p) "(" p "::text IS NULL OR " path " = " p " OR starts_with(" path ", " p " || '/'))"

@@ -4,6 +4,7 @@
 
 #include <libpq-fe.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -586,6 +587,61 @@ static void fill_job(struct store_job_submit *s, struct store_job *j, const stru
 	j->priority_class = mu_arena_strdup(s->arena, j->priority_class);
 }
 
+/* The ids insert_jobs drew for the group, in input order, with the
+ * transaction's created_at and etag: one row from the server, whatever the
+ * group's size (see ids_sql). */
+struct id_block {
+	int64_t first;       /* the k-th id is first + k ... */
+	int64_t *list;       /* ... unless this is set (another session drew between ours) */
+	const char *created_at;
+	int64_t etag;
+};
+
+static int64_t id_at(const struct id_block *b, size_t k)
+{
+	return b->list ? b->list[k] : b->first + (int64_t)k;
+}
+
+static int cmp_id(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
+/* Reads the ids_sql row into *b: `total` ids, consecutive or listed in
+ * column 5 as an array literal ("{9,7,10}"), put in ascending order here
+ * (the order nextval gave them, whatever order the aggregate saw). */
+static int id_block_read(const PGresult *r, size_t total, struct mu_arena *a, struct id_block *b,
+			 struct mu_error *err)
+{
+	const char *p;
+	size_t k = 0;
+
+	b->first = store_db_get_int64(r, 0, 0);
+	b->created_at = store_db_get(r, 0, 3);
+	b->etag = store_db_get_int64(r, 0, 4);
+	b->list = NULL;
+	if (store_db_get_int64(r, 0, 2) != (int64_t)total)
+		return mu_error_set(err, MU_EINTERNAL, "", "drew %lld job ids, not %zu",
+				    (long long)store_db_get_int64(r, 0, 2), total);
+	if (store_db_is_null(r, 0, 5))
+		return 0;
+	b->list = mu_arena_alloc(a, sizeof(*b->list) * total);
+	for (p = store_db_get(r, 0, 5); *p && k < total; p++) {
+		char *end;
+
+		if (*p < '0' || *p > '9')
+			continue;
+		b->list[k++] = strtoll(p, &end, 10);
+		p = end - 1;
+	}
+	if (k != total)
+		return mu_error_set(err, MU_EINTERNAL, "", "read %zu job ids, not %zu", k, total);
+	qsort(b->list, total, sizeof(*b->list), cmp_id);
+	return 0;
+}
+
 /*
  * The rows of a request whose jobs are not decoded yet (alone in its
  * group): decodes a chunk, looks up the tenants and dependencies it names
@@ -596,12 +652,11 @@ static void fill_job(struct store_job_submit *s, struct store_job *j, const stru
  * request failed anywhere (decoding, a check, the quota): the caller rolls
  * back and decodes it all the strict way (store_job_submit_group).
  */
-static int stream_rows(PGconn *c, struct group_ctx *g, struct store_job_submit *s, const PGresult *ids,
-		       int64_t *tids, int64_t *cids, struct mu_buf *rows, bool *copying,
-		       struct mu_error *err)
+static int stream_rows(PGconn *c, struct group_ctx *g, struct store_job_submit *s,
+		       const struct id_block *ids, int64_t *tids, int64_t *cids, struct mu_buf *rows,
+		       bool *copying, struct mu_error *err)
 {
 	static const char copy_jobs_sql[] = COPY_JOBS_SQL;
-	const char *created_at = store_db_get(ids, 0, 1);
 	int ret = 0;
 
 	for (size_t from = 0; from < s->n && !ret; from += COPY_CHUNK_JOBS) {
@@ -633,8 +688,7 @@ static int stream_rows(PGconn *c, struct group_ctx *g, struct store_job_submit *
 
 			if (validate_job(g, s, k, &tids[k], &cids[k]) < 0)
 				return 0;
-			fill_job(s, j, k ? j - 1 : NULL, store_db_get_int64(ids, (int)k, 0), created_at,
-				 store_db_get_int64(ids, 0, 2));
+			fill_job(s, j, k ? j - 1 : NULL, id_at(ids, k), ids->created_at, ids->etag);
 			add_row(rows, j, tids[k], cids[k], s);
 		}
 		if (!ret)
@@ -659,11 +713,17 @@ static int stream_rows(PGconn *c, struct group_ctx *g, struct store_job_submit *
 static int insert_jobs(PGconn *c, struct group_ctx *g, struct store_job_submit **reqs, size_t n,
 		       int64_t **tids, int64_t **cids, size_t total, struct mu_error *err)
 {
-	/* the transaction's now(), once: every row's created_at */
+	/* One nextval per job, in input order, but one row back: the calls of
+	 * one scan return ascending values, so the k-th job takes the k-th
+	 * smallest; when no other session drew meanwhile (the insert lock keeps
+	 * the submits out; a plain INSERT elsewhere is not under it) they are
+	 * first..first + n - 1 and the list is left out. The transaction's
+	 * now(), once: every row's created_at and etag. */
 	static const char ids_sql[] =
-		"SELECT nextval('jobs_id_seq'), CASE WHEN g = 1 THEN " TS("now()") " END,"
-		" (extract(epoch FROM now()) * 1000000)::bigint"
-		" FROM generate_series(1, $1::int) g";
+		"SELECT min(v), max(v), count(*), " TS("now()") ","
+		" (extract(epoch FROM now()) * 1000000)::bigint,"
+		" CASE WHEN max(v) - min(v) + 1 <> count(*) THEN array_agg(v)::text END"
+		" FROM (SELECT nextval('jobs_id_seq') AS v FROM generate_series(1, $1::int)) s";
 	static const char copy_jobs_sql[] = COPY_JOBS_SQL;
 	static const char copy_events_sql[] = "COPY events (kind, tenant_id, job_id) FROM STDIN";
 	/* One wake-up for the scheduler per transaction, naming the highest id:
@@ -671,6 +731,7 @@ static int insert_jobs(PGconn *c, struct group_ctx *g, struct store_job_submit *
 	 * PostgreSQL ~8 ms a batch for nothing. */
 	static const char notify_sql[] = "SELECT pg_notify('muster_sched', 'submit:' || $1::text)";
 	struct mu_buf rows = MU_BUF_INIT;
+	struct id_block ids;
 	int64_t last_id = 0;
 	double t0 = store__mono_ms(), t1 = 0, t2 = 0, t3 = 0;
 	bool copying = false;
@@ -685,6 +746,9 @@ static int insert_jobs(PGconn *c, struct group_ctx *g, struct store_job_submit *
 	ret = store_db_exec(c, ids_sql, 1, p, &r, err);
 	if (ret < 0)
 		goto out;
+	ret = id_block_read(r, total, &g->a, &ids, err);
+	if (ret < 0)
+		goto out;
 	t1 = store__mono_ms();
 	mu_buf_reserve(&rows, COPY_CHUNK_JOBS * 300);
 	for (size_t i = 0; i < n && !ret; i++) {
@@ -693,7 +757,7 @@ static int insert_jobs(PGconn *c, struct group_ctx *g, struct store_job_submit *
 		if (s->rc != 0 || s->replayed)
 			continue;
 		if (s->decode && !s->decoded) {
-			ret = stream_rows(c, g, s, r, tids[i], cids[i], &rows, &copying, err);
+			ret = stream_rows(c, g, s, &ids, tids[i], cids[i], &rows, &copying, err);
 			if (!ret && s->rc < 0) {
 				if (copying) /* aborts it: the caller rolls back */
 					copy_end(c, s->rc, NULL, 0, err);
@@ -711,8 +775,7 @@ static int insert_jobs(PGconn *c, struct group_ctx *g, struct store_job_submit *
 		for (size_t k = 0; k < s->n; k++, at++) {
 			struct store_job *j = &s->jobs[k];
 
-			fill_job(s, j, k ? j - 1 : NULL, store_db_get_int64(r, (int)at, 0),
-				 store_db_get(r, 0, 1), store_db_get_int64(r, 0, 2));
+			fill_job(s, j, k ? j - 1 : NULL, id_at(&ids, at), ids.created_at, ids.etag);
 			add_row(&rows, j, tids[i][k], cids[i][k], s);
 			if (rows.len >= COPY_CHUNK_JOBS * 250) {
 				ret = copy_put(c, &rows, err);

@@ -295,6 +295,35 @@ def test_batch_streamed_in_chunks(c):
         check_eq(g[k], items[1100][k], k)
 
 
+def test_submit_ids_not_consecutive(c):
+    """A group's ids come back from the database as one row, first..last
+    when they are consecutive; when they are not (another session drew
+    from the sequence meanwhile, here a sequence stepping by 3), the listed
+    ids are used, still in input order, for the rows, the events and the
+    reply, on both paths (a streamed batch, a single submit)."""
+    tenant(c, "gappy")
+    c.sql("ALTER SEQUENCE jobs_id_seq INCREMENT BY 3")
+    try:
+        jobs = [job("gappy", name="g%d" % i) for i in range(700)]
+        st, _, r = c.api("POST", "/v1/jobs/batch", {"jobs": jobs}, timeout=120)
+        check_eq(st, 201, r)
+        ids = [x["id"] for x in r["items"]]
+        check_eq([b - a for a, b in zip(ids, ids[1:])], [3] * 699)
+        st, _, one = c.api("POST", "/v1/jobs", job("gappy", name="single"))
+        check_eq(st, 201, one)
+        check_eq(one["id"], ids[-1] + 3)
+    finally:
+        c.sql("ALTER SEQUENCE jobs_id_seq INCREMENT BY 1")
+    rows = c.sql("SELECT id, name FROM jobs WHERE id >= $1 ORDER BY id", ids[0])
+    check_eq([(int(x[0]), x[1]) for x in rows],
+             list(zip(ids, ["g%d" % i for i in range(700)])) + [(one["id"], "single")])
+    ev = c.sql("SELECT job_id FROM events WHERE kind = 'job.submitted' AND job_id >= $1"
+               " ORDER BY id", ids[0])
+    check_eq([int(x[0]) for x in ev], ids + [one["id"]])
+    st, _, g = c.api("GET", "/v1/jobs/%d" % ids[350])
+    check_eq((st, g["name"]), (200, "g350"), g)
+
+
 def test_batch_quota_and_tenant_token(c):
     """A tenant token's batch takes its tenant; the pending quota counts the
     whole batch (and what is already pending)."""

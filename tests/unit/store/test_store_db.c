@@ -21,6 +21,7 @@
 #include "error.h"
 #include "fairtree.h"
 #include "migrate.h"
+#include "store_int.h"
 
 static char dir[PATH_MAX];
 static char url[PATH_MAX + 128];
@@ -305,6 +306,38 @@ static void decay_sql_matches_core(void **state)
 	store_db_close(c);
 }
 
+/* store__ts_text from TS_US gives TS's text (store_event_feed reads its
+ * thousands of rows so), whatever the fraction and the session's zone. */
+static void ts_text_matches_to_char(void **state)
+{
+	static const char *const cases[] = {
+		"2026-12-02 20:37:40.823999+00", "2026-12-02 20:37:40.000999+00", "2026-12-02 20:37:40+00",
+		"1999-12-31 23:59:59.999999+00", "1969-12-31 23:59:59.999+00",    "1965-06-01 12:00:00.0005+00",
+		"0999-01-01 00:00:00.5+00",      "2024-02-29 23:00:00.123456-05", "infinity",
+		"-infinity",                     "now",
+	};
+	struct mu_error err = { 0 };
+	PGconn *c = conn();
+	(void)state;
+
+	if (store_db_exec_simple(c, "SET TIME ZONE 'Asia/Kolkata'", &err) < 0)
+		fail_msg("set: %s", err.msg);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *p[1] = { cases[i] };
+		PGresult *r = NULL;
+		char got[STORE_TS_LEN];
+
+		if (store_db_exec(c, "SELECT " TS("$1::timestamptz") ", " TS_US("$1::timestamptz"), 1, p,
+				  &r, &err) < 0)
+			fail_msg("%s: %s", cases[i], err.msg);
+		store__ts_text(r, 0, 1, got);
+		if (strcmp(got, store_db_get(r, 0, 0)))
+			fail_msg("%s: store__ts_text %s, to_char %s", cases[i], got, store_db_get(r, 0, 0));
+		store_db_clear(r);
+	}
+	store_db_close(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -315,6 +348,7 @@ int main(void)
 		cmocka_unit_test(tx_retries_serialization_failures),
 		cmocka_unit_test(migrations_current_for_readyz),
 		cmocka_unit_test(decay_sql_matches_core),
+		cmocka_unit_test(ts_text_matches_to_char),
 	};
 	return cmocka_run_group_tests(tests, setup_db, teardown_db);
 }
