@@ -279,6 +279,8 @@ static int validate(struct cyc *c)
 		                     SCHED_MAX_LEVELS);
 	if (s->ntenants == 0 || s->tenants[0].parent != -1)
 		return fail_snapshot(c, "tenants: index 0 must be the root (parent -1)");
+	if (s->njobs >= UINT32_MAX) /* the order's keys index jobs in 32 bits */
+		return fail_snapshot(c, "%zu pending jobs (fewer than 2^32)", s->njobs);
 	for (size_t i = 1; i < s->ntenants; i++)
 		if (s->tenants[i].parent < 0 || (size_t)s->tenants[i].parent >= s->ntenants)
 			return fail_snapshot(c, "tenant %zu: parent %d out of range", i, s->tenants[i].parent);

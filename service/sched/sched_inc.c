@@ -598,6 +598,8 @@ static int bad_job(struct cyc *c, const struct sched_job *j, const char *what)
 static int validate_delta(struct cyc *c, const struct inc *in)
 {
 	const struct sched_snapshot *s = c->s;
+	if (s->njobs >= UINT32_MAX) /* as validate() */
+		return bad_delta(c, "%lld pending jobs (fewer than 2^32)", (long long)s->njobs);
 	for (size_t i = in->nusers; i < s->nusers; i++)
 		if (s->users[i].tenant < 0 || (size_t)s->users[i].tenant >= s->ntenants)
 			return bad_delta(c, "user %lld: tenant out of range", (long long)i);
