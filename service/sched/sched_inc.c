@@ -1187,6 +1187,14 @@ static size_t emit_by_node(struct cyc *c, const struct cand *ch, size_t nc, int 
 		out[0] = (struct sched_alloc){ ch[0].node, sched__take_bits(ch[0].pref, ch[0].mask, g) };
 		return 1;
 	}
+	bool sorted = true; /* a whole-node pick mostly is: then in place */
+	for (size_t k = 1; k < nc; k++)
+		sorted &= ch[k - 1].node < ch[k].node;
+	if (sorted) {
+		for (size_t k = 0; k < nc; k++)
+			out[k] = (struct sched_alloc){ ch[k].node, sched__take_bits(ch[k].pref, ch[k].mask, g) };
+		return nc;
+	}
 	uint64_t *bits = in->nodebits; /* zero between uses */
 	for (size_t k = 0; k < nc; k++) {
 		in->pos[ch[k].node] = (int)k;
@@ -1523,9 +1531,19 @@ static int whole_count(struct inc *in, struct islot *x)
 		return -1;
 	if (x->wgen != in->hgen) {
 		x->wcnt = 0;
-		for (size_t a = 0; a < x->nalloc; a++) {
-			int n = x->alloc[a].node;
-			x->wcnt += x->alloc[a].gpus && in->up[n] && in->avail[n] == full_mask(in, n);
+		for (size_t a = 0; a < x->nalloc;) { /* by runs of parts: consecutive nodes, one tight loop */
+			size_t len = sched__part_run(x->alloc, a, x->nalloc);
+			int n0 = x->alloc[a].node;
+			if (x->alloc[a].gpus) {
+				const bool *restrict up = &in->up[n0];
+				const uint64_t *restrict avail = &in->avail[n0];
+				const int *restrict gc = &in->gcount[n0];
+				int cnt = 0;
+				for (size_t k = 0; k < len; k++)
+					cnt += up[k] & (avail[k] == (gc[k] >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << gc[k]) - 1));
+				x->wcnt += cnt;
+			}
+			a += len;
 		}
 		x->wgen = in->hgen;
 	}
