@@ -736,13 +736,6 @@ static bool same_alloc(const struct sched_alloc *a, const struct sched_alloc *b,
 }
 
 /*
- * A removed run's GPUs a[0..na) are free again (delta->by_runs): the view
- * describes the previous snapshot, so the node's free GPUs are its own plus
- * these, without a read of the node; a node that is not bad stays so (its
- * used GPUs only shrink), a bad one is read back. Its parts leave the
- * nodes' owner counts in the same pass (run_del() then skips them).
- */
-/*
  * release() of the run of parts a[0..len) (consecutive nodes n0.., one
  * mask m) in two tight passes, when the view holds its nodes uniformly as
  * a whole run's: UP, not bad, nothing free, one owner, one model row and
@@ -775,6 +768,7 @@ static bool release_run(struct inc *in, int n0, size_t len, uint64_t m)
 	return true;
 }
 
+/* release_run()'s counterpart for a start (see sched_int.h); owner counts wait for run_add(). */
 bool sched__inc_take_run(struct inc *in, int n0, size_t len, uint64_t m)
 {
 	const bool *restrict fab = &in->fab[n0];
@@ -796,6 +790,13 @@ bool sched__inc_take_run(struct inc *in, int n0, size_t len, uint64_t m)
 	return true;
 }
 
+/*
+ * A removed run's GPUs a[0..na) are free again (delta->by_runs): the view
+ * describes the previous snapshot, so the node's free GPUs are its own plus
+ * these, without a read of the node; a node that is not bad stays so (its
+ * used GPUs only shrink), a bad one is read back. Its parts leave the
+ * nodes' owner counts in the same pass (run_del() then skips them).
+ */
 static void release(struct inc *in, const struct sched_snapshot *s, const struct sched_alloc *a, size_t na)
 {
 	for (size_t i = 0, e = 0; i < na; i++) {
