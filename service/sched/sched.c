@@ -880,8 +880,16 @@ static void commit_start(struct cyc *c, size_t ji, const struct sched_alloc *a, 
 		sched__array_started(c, j);
 	st->nalloc = na;
 	st->alloc = copy_alloc(d, a, na);
-	for (size_t k = 0; k < na; k++) {
+	for (size_t k = 0, e = 0; k < na; k++) {
 		int n = a[k].node;
+		if (k >= e && c->inc && c->inc->by_runs) { /* the start of a run of parts */
+			size_t len = sched__part_run(a, k, na);
+			e = k + len;
+			if (len >= 4 && sched__inc_take_run(c->inc, n, len, a[k].gpus)) {
+				k = e - 1;
+				continue;
+			}
+		}
 		int before = c->inc ? sched__pc_low(c->freemask[n]) : sched__pc(c->freemask[n]);
 		if (c->inc && !c->inc->by_runs) {
 			sched__inc_touch(c, n);

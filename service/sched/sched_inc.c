@@ -354,6 +354,36 @@ static inline void own(struct inc *in, int n, int d)
 	in->nodd += (size_t)node_odd(in, n) - (size_t)odd;
 }
 
+/*
+ * own() for each of nodes n0..n0+len-1 (one run of parts), in one
+ * branchless pass: the same counts, summed.
+ */
+static void own_range(struct inc *in, int n0, size_t len, int d)
+{
+	int *restrict no = &in->nown[n0];
+	const uint64_t *restrict fm = &in->freemask[n0];
+	long share = 0, odd = 0;
+	for (size_t k = 0; k < len; k++) {
+		int o = no[k], o2 = o + d;
+		long f = fm[k] != 0;
+		share += (long)(o2 >= 2) - (long)(o >= 2);
+		odd += f * ((long)(o2 > 0) - (long)(o > 0));
+		no[k] = o2;
+	}
+	in->nshare += (size_t)share;
+	in->nodd += (size_t)odd;
+}
+
+/* Whether every node of n0..n0+len-1 has GPU count gc. */
+static bool same_gcount(const struct inc *in, int n0, size_t len, int gc)
+{
+	const int *restrict v = &in->gcount[n0];
+	bool same = true;
+	for (size_t k = 0; k < len; k++)
+		same &= v[k] == gc;
+	return same;
+}
+
 /* Copies run r into a slot. false: the view cannot hold it (stopping, or its id twice). */
 static bool run_add(struct inc *in, const struct sched_run *r, bool sorted, int64_t now)
 {
@@ -383,13 +413,18 @@ static bool run_add(struct inc *in, const struct sched_run *r, bool sorted, int6
 	x->nalloc = r->nalloc;
 	x->whole = true;
 	x->wgen = 0;
-	for (size_t a = 0; a < r->nalloc; a++) { /* the copy and the owner counts in one pass */
-		x->alloc[a] = r->alloc[a];
-		if (!r->alloc[a].gpus)
+	if (r->nalloc)
+		memcpy(x->alloc, r->alloc, r->nalloc * sizeof(*x->alloc));
+	for (size_t a = 0; a < r->nalloc;) { /* the owner counts by runs of parts */
+		size_t len = sched__part_run(r->alloc, a, r->nalloc);
+		int n0 = r->alloc[a].node;
+		uint64_t m = r->alloc[a].gpus;
+		a += len;
+		if (!m)
 			continue;
-		g += sched__pc_low(r->alloc[a].gpus);
-		own(in, r->alloc[a].node, +1);
-		x->whole = x->whole && r->alloc[a].gpus == full_mask(in, r->alloc[a].node);
+		g += (int)len * sched__pc_low(m);
+		own_range(in, n0, len, +1);
+		x->whole = x->whole && m == full_mask(in, n0) && same_gcount(in, n0, len, in->gcount[n0]);
 	}
 	in->nsplit += !x->whole;
 	x->run_id = r->run_id;
@@ -429,9 +464,12 @@ static bool run_del(struct inc *in, int64_t run_id, bool parts)
 		keys_del(in->rk, &in->nrk, x->end, k);
 	if (x->in_pk)
 		keys_del(in->pk, &in->npk, x->pe, k);
-	for (size_t a = 0; a < x->nalloc && parts; a++)
+	for (size_t a = 0; a < x->nalloc && parts;) {
+		size_t len = sched__part_run(x->alloc, a, x->nalloc);
 		if (x->alloc[a].gpus)
-			own(in, x->alloc[a].node, -1);
+			own_range(in, x->alloc[a].node, len, -1);
+		a += len;
+	}
 	in->nsplit -= !x->whole;
 	in->own_g[x->tenant] -= x->gpus;
 	in->own_j[x->tenant]--;
@@ -646,9 +684,11 @@ static int check_added(struct cyc *c)
 		const struct sched_run *r = &s->runs[d->added[i]];
 		if (r->tenant < 0 || (size_t)r->tenant >= s->ntenants)
 			return bad_delta(c, "run %lld: tenant out of range", (long long)r->run_id);
+		unsigned out = 0; /* branchless: a wide gang's parts in one pass */
 		for (size_t k = 0; k < r->nalloc; k++)
-			if (r->alloc[k].node < 0 || (size_t)r->alloc[k].node >= s->nnodes)
-				return bad_delta(c, "run %lld: allocation node out of range", (long long)r->run_id);
+			out |= (unsigned)((size_t)(unsigned)r->alloc[k].node >= s->nnodes);
+		if (out)
+			return bad_delta(c, "run %lld: allocation node out of range", (long long)r->run_id);
 	}
 	return 0;
 }
@@ -686,13 +726,70 @@ static void reread(struct inc *in, const struct sched_snapshot *s, const struct 
 	}
 }
 
-/* Field by field: the padding of struct sched_alloc need not match. */
+/* Field by field: the padding of struct sched_alloc need not match (bytes equal say equal at once). */
 static bool same_alloc(const struct sched_alloc *a, const struct sched_alloc *b, size_t n)
 {
+	if (!n || a == b || memcmp(a, b, n * sizeof(*a)) == 0)
+		return true;
 	bool same = true;
 	for (size_t i = 0; i < n; i++)
 		same &= a[i].node == b[i].node && a[i].gpus == b[i].gpus;
 	return same;
+}
+
+/*
+ * release() of the run of parts a[0..len) (consecutive nodes n0.., one
+ * mask m) in two tight passes, when the view holds its nodes uniformly as
+ * a whole run's: UP, not bad, nothing free, one owner, one model row and
+ * one set of usable GPUs. false (nothing changed): not so, node by node.
+ * The counts come out as node by node: the owner leaves a node that had
+ * no free GPU, so neither the odd nor the shared count moves.
+ */
+static bool release_run(struct inc *in, int n0, size_t len, uint64_t m)
+{
+	const bool *restrict bad = &in->bad[n0], *restrict up = &in->up[n0];
+	const uint64_t *restrict avail = &in->avail[n0];
+	const int *restrict model = &in->model[n0];
+	uint64_t *restrict free = &in->freemask[n0];
+	int *restrict no = &in->nown[n0];
+	int row = model[0];
+	uint64_t av = avail[0], any = 0;
+	unsigned ok = 1;
+	for (size_t k = 0; k < len; k++) {
+		any |= free[k] | (avail[k] ^ av);
+		ok &= (unsigned)(!bad[k] & up[k]) & (unsigned)(no[k] == 1) & (unsigned)(model[k] == row);
+	}
+	if (!ok || any)
+		return false;
+	uint64_t fm = m & av;
+	sched__inc_move_range(in, n0, (int)len, row, 0, sched__pc_low(fm));
+	for (size_t k = 0; k < len; k++) {
+		free[k] = fm;
+		no[k] = 0;
+	}
+	return true;
+}
+
+/* release_run()'s counterpart for a start (see sched_int.h); owner counts wait for run_add(). */
+bool sched__inc_take_run(struct inc *in, int n0, size_t len, uint64_t m)
+{
+	const bool *restrict fab = &in->fab[n0];
+	const int *restrict model = &in->model[n0];
+	uint64_t *restrict free = &in->freemask[n0];
+	int row = model[0];
+	uint64_t f0 = free[0], any = 0;
+	unsigned ok = 1;
+	for (size_t k = 0; k < len; k++) {
+		any |= free[k] ^ f0;
+		ok &= (unsigned)!fab[k] & (unsigned)(model[k] == row);
+	}
+	if (!ok || any)
+		return false;
+	uint64_t f1 = f0 & ~m;
+	sched__inc_move_range(in, n0, (int)len, row, sched__pc_low(f0), sched__pc_low(f1));
+	for (size_t k = 0; k < len; k++)
+		free[k] = f1;
+	return true;
 }
 
 /*
@@ -704,10 +801,18 @@ static bool same_alloc(const struct sched_alloc *a, const struct sched_alloc *b,
  */
 static void release(struct inc *in, const struct sched_snapshot *s, const struct sched_alloc *a, size_t na)
 {
-	for (size_t i = 0; i < na; i++) {
+	for (size_t i = 0, e = 0; i < na; i++) {
 		int n = a[i].node;
 		if (!a[i].gpus)
 			continue;
+		if (i >= e) { /* the start of a run of parts */
+			size_t len = sched__part_run(a, i, na);
+			e = i + len;
+			if (len >= 4 && release_run(in, n, len, a[i].gpus)) {
+				i = e - 1;
+				continue;
+			}
+		}
 		if (in->bad[n]) {
 			reread(in, s, &a[i], 1);
 		} else {
@@ -1085,6 +1190,14 @@ static size_t emit_by_node(struct cyc *c, const struct cand *ch, size_t nc, int 
 		out[0] = (struct sched_alloc){ ch[0].node, sched__take_bits(ch[0].pref, ch[0].mask, g) };
 		return 1;
 	}
+	bool sorted = true; /* a whole-node pick mostly is: then in place */
+	for (size_t k = 1; k < nc; k++)
+		sorted &= ch[k - 1].node < ch[k].node;
+	if (sorted) {
+		for (size_t k = 0; k < nc; k++)
+			out[k] = (struct sched_alloc){ ch[k].node, sched__take_bits(ch[k].pref, ch[k].mask, g) };
+		return nc;
+	}
 	uint64_t *bits = in->nodebits; /* zero between uses */
 	for (size_t k = 0; k < nc; k++) {
 		in->pos[ch[k].node] = (int)k;
@@ -1421,9 +1534,19 @@ static int whole_count(struct inc *in, struct islot *x)
 		return -1;
 	if (x->wgen != in->hgen) {
 		x->wcnt = 0;
-		for (size_t a = 0; a < x->nalloc; a++) {
-			int n = x->alloc[a].node;
-			x->wcnt += x->alloc[a].gpus && in->up[n] && in->avail[n] == full_mask(in, n);
+		for (size_t a = 0; a < x->nalloc;) { /* by runs of parts: consecutive nodes, one tight loop */
+			size_t len = sched__part_run(x->alloc, a, x->nalloc);
+			int n0 = x->alloc[a].node;
+			if (x->alloc[a].gpus) {
+				const bool *restrict up = &in->up[n0];
+				const uint64_t *restrict avail = &in->avail[n0];
+				const int *restrict gc = &in->gcount[n0];
+				int cnt = 0;
+				for (size_t k = 0; k < len; k++)
+					cnt += up[k] & (avail[k] == (gc[k] >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << gc[k]) - 1));
+				x->wcnt += cnt;
+			}
+			a += len;
 		}
 		x->wgen = in->hgen;
 	}

@@ -361,6 +361,21 @@ static inline int sched__pc_low(uint64_t x)
 	return sched__pc(x);
 }
 
+/*
+ * The run of parts from a[i] (i < na): consecutive node indexes, one GPU
+ * mask; its length. A wide gang's allocation is mostly a few such runs
+ * (the flat placement takes whole nodes in node order), so the per-node
+ * bookkeeping of its start and end checks and updates a run's nodes in
+ * one tight loop over the view's arrays instead of node by node.
+ */
+static inline size_t sched__part_run(const struct sched_alloc *a, size_t i, size_t na)
+{
+	size_t j = i + 1;
+	while (j < na && a[j].node == a[j - 1].node + 1 && a[j].gpus == a[i].gpus)
+		j++;
+	return j - i;
+}
+
 void *sched__xmalloc(size_t n);
 void *sched__xcalloc(size_t n, size_t size);
 void *sched__grow(void *p, size_t *cap, size_t need, size_t size);
@@ -425,6 +440,26 @@ static inline void sched__inc_move(struct inc *in, int n, int from, int to)
 	sched__inc_flush(in);
 	*m = (struct bmove){ n, 1, row, from, to };
 }
+/* sched__inc_move() for UP nodes n0..n0+len-1, all of model row `row`, all from `from` to `to`. */
+static inline void sched__inc_move_range(struct inc *in, int n0, int len, int row, int from, int to)
+{
+	struct bmove *m = &in->bmv;
+	if (from == to || len <= 0)
+		return;
+	if (m->len && n0 == m->n0 + m->len && row == m->row && from == m->from && to == m->to) {
+		m->len += len;
+		return;
+	}
+	sched__inc_flush(in);
+	*m = (struct bmove){ n0, len, row, from, to };
+}
+/*
+ * A start's run of parts on nodes n0..n0+len-1 (one mask m) with
+ * delta->by_runs, in two tight passes when the nodes are alike (one free
+ * mask, one model row, no fabric link down): their free masks lose m and
+ * they move buckets together. false (nothing changed): node by node.
+ */
+bool sched__inc_take_run(struct inc *in, int n0, size_t len, uint64_t m);
 void sched__inc_victim(struct cyc *c, size_t ri);
 bool sched__rel_victim(const struct cyc *c, const struct rel *r);
 void sched__inc_rel(struct cyc *c);

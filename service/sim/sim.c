@@ -377,22 +377,39 @@ static void frag_advance(struct sim *s, int64_t t)
 		s->frag_t = t;
 }
 
-/* Marks a[0..na) used or free; copy: also copies a there in the same pass (a start's). */
+/*
+ * Marks a[0..na) used or free; copy: also copies a there (a start's). A
+ * node's fragmentation counts are a function of its state, healthy and
+ * used masks and the part's mask, so they are computed once for a run of
+ * parts that agree in those (a wide gang's nodes mostly do) and then only
+ * compared node by node.
+ */
 static void set_used(struct sim *s, const struct sched_alloc *a, size_t na, bool used, struct sched_alloc *copy)
 {
 	int64_t df = 0, dp = 0; /* locals: the stores to nodes cannot alias them */
+	if (copy && na)
+		memcpy(copy, a, na * sizeof(*a));
+	uint64_t km = 0, kh = 0, ku = 0; /* the last key (part mask, healthy, used) and its deltas */
+	int kf = 0, kp = 0;
+	bool key = false;
 	for (size_t k = 0; k < na; k++) {
-		if (copy)
-			copy[k] = a[k];
 		struct sched_node *x = &s->nodes[a[k].node];
-		uint64_t u = used ? x->used | a[k].gpus : x->used & ~a[k].gpus;
-		if (x->state == SCHED_NODE_UP) { /* frag_node() -1 and +1 with one count of the healthy GPUs */
+		uint64_t m = a[k].gpus;
+		uint64_t u = used ? x->used | m : x->used & ~m;
+		if (x->state != SCHED_NODE_UP) {
+			x->used = u;
+			continue;
+		}
+		if (!key || m != km || x->healthy != kh || x->used != ku) { /* frag_node() -1 and +1 */
 			int h = popcount64(x->healthy), f0, p0, f1, p1;
 			frag_count(x, x->used, h, &f0, &p0);
 			frag_count(x, u, h, &f1, &p1);
-			df += f1 - f0;
-			dp += p1 - p0;
+			km = m, kh = x->healthy, ku = x->used;
+			kf = f1 - f0, kp = p1 - p0;
+			key = true;
 		}
+		df += kf;
+		dp += kp;
 		x->used = u;
 	}
 	s->free_gpus += df;
