@@ -164,7 +164,7 @@ def populate(c, args):
     pg.query("INSERT INTO jobs (tenant_id, user_name, priority_class_id, nodes, gpus_per_node,"
              " gpu_model, time_limit, command) SELECT 1, 'u' || (i %% 50), 2, 1 + (i %% 3 = 0)::int,"
              " %d, 'h100', 3600, '[\"x\"]' FROM generate_series(1, %d) i" % (need, P))
-    if args.reasons_written:
+    if getattr(args, "reasons_written", False):  # cycle only
         # The reasons a previous leader left (what the core answers for these
         # jobs): a new leader's first cycle and the steady state then write
         # only what changes, not a backlog of 100k rows at 5,000 per cycle.
@@ -283,7 +283,7 @@ def bench_dryrun(args):
     ones one at a time and from 4 threads, then with the leader planning
     again (a submit every 2 s bumps the generation) meanwhile."""
     import threading
-    with harness.Cluster(api=True) as c:
+    with harness.Cluster(api=True, api_env={"MUSTER_LOG_LEVEL": "debug"}) as c:
         pg = populate(c, args)
         start_scheduler(c, "sched", "--log-level", "warn")
         c.wait_until(lambda: lease(c)["cycles"] > 0, 60, "first cycle")
@@ -337,6 +337,9 @@ def bench_dryrun(args):
         th.join()
         g1 = int(q(c, "SELECT generation FROM plan_generation")[0][0])
         report("4 clients while the leader plans again (%d new generations)" % (g1 - g0), lat)
+        loads = re.findall(r"plan: generation (\d+) loaded \((.*?)\) in ([\d.]+) ms", c.log_text("api"))
+        for gen, what, ms in loads:
+            print("plan load: generation %s in %s ms (%s)" % (gen, ms, what))
 
 
 def main():

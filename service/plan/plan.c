@@ -13,12 +13,21 @@
 #include "store_plan.h"
 #include "store_sched.h"
 
-/* One loaded plan; shared by the requests answering from it. */
+/*
+ * One loaded plan; shared by the requests answering from it. Its rows are
+ * borrowed from one of the plan's two kept snapshots (store_sched_keep:
+ * loaded whole once, then refreshed with only the rows changed since), used
+ * in turn: a reload refreshes the keep the current plan does not use, once
+ * the older plan built from it is released (a refresh frees what the
+ * keep's previous snapshot pointed to).
+ */
 struct entry {
+	struct plan *plan;
 	int refs;                   /* under plan.mu */
+	int keep;                   /* the index of the keep db belongs to */
 	int64_t generation;
 	double loaded_ms;           /* monotonic */
-	struct store_sched_snap db;
+	const struct store_sched_snap *db; /* borrowed from plan.keeps[keep] */
 	struct scheduler_snap snap; /* borrows db */
 	struct sched_explainer *x;  /* borrows snap.core */
 	pthread_mutex_t probe_mu;   /* a probe uses the explainer's scratch */
@@ -27,9 +36,12 @@ struct entry {
 struct plan {
 	pthread_mutex_t mu;
 	pthread_cond_t loaded;
+	pthread_cond_t freed;       /* an entry was freed (by_keep changed) */
 	struct entry *cur;
 	bool loading;
 	int max_age_ms;
+	struct store_sched_keep *keeps[2];
+	struct entry *by_keep[2];   /* the live entry borrowing each keep, or NULL; under mu */
 };
 
 static double mono_ms(void)
@@ -39,13 +51,17 @@ static double mono_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* Frees e (p->mu held when e was published: by_keep names it). */
 static void entry_free(struct entry *e)
 {
 	if (!e)
 		return;
 	sched_explainer_free(e->x);
 	scheduler_snap_release(&e->snap);
-	store_sched_snap_release(&e->db);
+	if (e->plan->by_keep[e->keep] == e) {
+		e->plan->by_keep[e->keep] = NULL;
+		pthread_cond_broadcast(&e->plan->freed);
+	}
 	pthread_mutex_destroy(&e->probe_mu);
 	mu_free(e);
 }
@@ -63,7 +79,10 @@ struct plan *plan_new(const struct plan_opts *o)
 
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->loaded, NULL);
+	pthread_cond_init(&p->freed, NULL);
 	p->max_age_ms = o && o->max_age_ms > 0 ? o->max_age_ms : 30000;
+	p->keeps[0] = store_sched_keep_new();
+	p->keeps[1] = store_sched_keep_new();
 	return p;
 }
 
@@ -75,20 +94,28 @@ void plan_free(struct plan *p)
 	entry_unref_locked(p->cur);
 	p->cur = NULL;
 	pthread_mutex_unlock(&p->mu);
+	store_sched_keep_free(p->keeps[0]);
+	store_sched_keep_free(p->keeps[1]);
+	pthread_cond_destroy(&p->freed);
 	pthread_cond_destroy(&p->loaded);
 	pthread_mutex_destroy(&p->mu);
 	mu_free(p);
 }
 
-/* Loads a new entry: the generation and the snapshot in one read-only
- * REPEATABLE READ view, so the generation names exactly what was read. */
-static int load(PGconn *c, struct entry **out, struct mu_error *err)
+/* Loads a new entry from keep k (no entry borrows it): the generation and
+ * the refreshed snapshot in one read-only REPEATABLE READ view, so the
+ * generation names exactly what was read. */
+static int load(struct plan *p, int k, PGconn *c, struct entry **out, struct mu_error *err)
 {
 	struct entry *e = mu_calloc(1, sizeof(*e));
+	struct store_sched_settings set;
+	struct store_sched_keep_stats ks = { 0 };
 	double t0 = mono_ms();
 	int ret;
 
 	pthread_mutex_init(&e->probe_mu, NULL);
+	e->plan = p;
+	e->keep = k;
 	e->refs = 1;
 	*out = NULL;
 	ret = store_db_exec_simple(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err);
@@ -96,15 +123,20 @@ static int load(PGconn *c, struct entry **out, struct mu_error *err)
 		goto out_free;
 	ret = store_plan_generation(c, &e->generation, err);
 	if (!ret)
-		ret = store_sched_snap_load(c, &e->db, err);
+		ret = store_sched_settings_load(c, &set, err);
+	if (!ret)
+		ret = store_sched_keep_refresh(c, &set, p->keeps[k], &e->db, &ks, err);
 	if (ret) {
 		store_db_rollback(c);
+		store_sched_keep_reset(p->keeps[k]); /* half refreshed: load it whole next time */
 		goto out_free;
 	}
 	ret = store_db_exec_simple(c, "COMMIT", err);
-	if (ret < 0)
+	if (ret < 0) {
+		store_sched_keep_reset(p->keeps[k]);
 		goto out_free;
-	ret = scheduler_snap_build(&e->db, &e->snap, err);
+	}
+	ret = scheduler_snap_build(e->db, &e->snap, err);
 	if (ret < 0)
 		goto out_free;
 	if (sched_explainer_new(&e->snap.core, &e->x)) {
@@ -112,8 +144,10 @@ static int load(PGconn *c, struct entry **out, struct mu_error *err)
 		goto out_free;
 	}
 	e->loaded_ms = mono_ms();
-	mu_debug("plan: generation %lld loaded (%zu nodes, %zu pending, %zu runs) in %.1f ms",
-		 (long long)e->generation, e->db.nnodes, e->db.njobs, e->db.nruns, e->loaded_ms - t0);
+	mu_debug("plan: generation %lld loaded (%zu nodes, %zu pending, %zu runs; %s: %zu jobs, %zu runs,"
+		 " %zu nodes read) in %.1f ms",
+		 (long long)e->generation, e->db->nnodes, e->db->njobs, e->db->nruns, ks.whole ? "whole" : "changes",
+		 ks.jobs, ks.runs, ks.nodes, e->loaded_ms - t0);
 	*out = e;
 	return 0;
 out_free:
@@ -159,11 +193,18 @@ static int acquire(struct plan *p, PGconn *c, bool force, struct entry **out, bo
 		force = false; /* what the other request loaded is at least as new */
 	}
 	p->loading = true;
+	/* The keep the current plan does not borrow; the older plan built from
+	 * it is released by the requests answering from it (none can take it
+	 * again: they take p->cur). */
+	int k = p->cur ? 1 - p->cur->keep : 0;
+	while (p->by_keep[k])
+		pthread_cond_wait(&p->freed, &p->mu);
 	pthread_mutex_unlock(&p->mu);
-	ret = load(c, &e, err);
+	ret = load(p, k, c, &e, err);
 	pthread_mutex_lock(&p->mu);
 	p->loading = false;
 	if (!ret) {
+		p->by_keep[k] = e;
 		entry_unref_locked(p->cur);
 		p->cur = e;
 		e->refs++; /* the caller's */
@@ -247,14 +288,14 @@ int plan_dry_run(struct plan *p, PGconn *c, const struct store_job *j, int64_t t
 	ret = acquire(p, c, false, &e, &reloaded, err);
 	if (ret < 0)
 		goto out;
-	if (!reloaded && (scheduler_snap_tenant(&e->snap, tenant_id) < 0 || !has_class(&e->db, class_id))) {
+	if (!reloaded && (scheduler_snap_tenant(&e->snap, tenant_id) < 0 || !has_class(e->db, class_id))) {
 		release(p, e);
 		e = NULL;
 		ret = acquire(p, c, true, &e, &reloaded, err);
 		if (ret < 0)
 			goto out;
 	}
-	row.created_at = e->db.settings.now;
+	row.created_at = e->db->settings.now;
 	scheduler_snap_job(&e->snap, &row, edges, st, nd, deps, &probe);
 	pthread_mutex_lock(&e->probe_mu);
 	ret = sched_explainer_probe(e->x, &probe, &out->planned_start, &out->reason, out->message);

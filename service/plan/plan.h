@@ -6,9 +6,11 @@
  * the planning generation it was loaded at (store_plan.h). The leader bumps
  * that generation in every cycle that planned, so a dry-run answers from
  * the kept plan while the generation has not moved, and one request
- * reloads when it has. While one request reloads, the others answer from
- * the plan being replaced (at most one generation old); with none kept yet
- * they wait for it. A plan older than max_age_ms is reloaded even at the
+ * reloads when it has: it refreshes one of two kept store snapshots
+ * (store_sched_keep: the rows changed since it was last read), in turn, so
+ * the other stays valid for the plan being replaced. While one request
+ * reloads, the others answer from the plan being replaced (at most one
+ * generation old); with none kept yet they wait for it. A plan older than max_age_ms is reloaded even at the
  * same generation (changes no cycle followed, such as an idle cluster's
  * clock).
  *

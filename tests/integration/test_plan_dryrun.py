@@ -185,5 +185,38 @@ def test_quiet_cycles_keep_the_generation(c):
     c.wait_until(lambda: int(val(c, "SELECT generation FROM plan_generation")) > g, 10, "a change moves it")
 
 
+def test_reloads_follow_every_change(c):
+    """Each reload refreshes one of the plan's two kept snapshots with the
+    rows changed since that one was read (two generations back): nodes
+    added, drained and given back, over several reloads, each answered as
+    the database stands."""
+    setup(c)
+
+    def moved(g):
+        c.wait_until(lambda: int(val(c, "SELECT generation FROM plan_generation")) > g, 10, "a new generation")
+
+    def feasible(model):
+        return dry(c, body(tenant="ml", gpu_model=model))["feasible"]
+
+    models = ["rk%d" % i for i in range(4)]
+    for i, m in enumerate(models):
+        check_eq(feasible(m), False, "no %s node yet" % m)
+        g = int(val(c, "SELECT generation FROM plan_generation"))
+        add_nodes(c, "n" + m, 1, gpus=8, model=m)
+        moved(g)
+        for seen in models[:i + 1]:
+            check_eq(feasible(seen), True, "reload %d sees the %s node" % (i, seen))
+    for m in models[:2]:  # a change to rows an earlier reload read
+        g = int(val(c, "SELECT generation FROM plan_generation"))
+        sql(c, "UPDATE nodes SET drain = true WHERE gpu_model = $1; NOTIFY muster_sched, 'node:x'", m)
+        moved(g)
+        check_eq(feasible(m), False, "drained %s node left the answer" % m)
+    g = int(val(c, "SELECT generation FROM plan_generation"))
+    sql(c, "UPDATE nodes SET drain = false WHERE gpu_model = $1; NOTIFY muster_sched, 'node:x'", models[0])
+    moved(g)
+    check_eq(feasible(models[0]), True, "undrained %s node is back" % models[0])
+    check_eq(feasible(models[1]), False, "%s still drained" % models[1])
+
+
 if __name__ == "__main__":
     harness.main(api=True)
