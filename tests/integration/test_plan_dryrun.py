@@ -218,5 +218,31 @@ def test_reloads_follow_every_change(c):
     check_eq(feasible(models[1]), False, "%s still drained" % models[1])
 
 
+def test_concurrent_reloads(c):
+    """Four clients ask while the generation moves under them: every
+    answer is 200 and right, whichever plan it came from (the reloads
+    refresh the two kept snapshots in turn while others answer; under
+    ThreadSanitizer in make tsan)."""
+    import threading
+    setup(c)
+    errors = []
+
+    def client():
+        for _ in range(25):
+            st, _, d = c.api("POST", "/v1/jobs/dry-run", body(tenant="ml"))
+            if st != 200 or d.get("feasible") is not True:
+                errors.append((st, d))
+    ts = [threading.Thread(target=client) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for i in range(3):
+        g = int(val(c, "SELECT generation FROM plan_generation"))
+        add_nodes(c, "cc%d" % i, 1, gpus=8, model="a100")
+        c.wait_until(lambda: int(val(c, "SELECT generation FROM plan_generation")) > g, 10, "a new generation")
+    for t in ts:
+        t.join()
+    check_eq(errors, [], "every concurrent dry-run answered")
+
+
 if __name__ == "__main__":
     harness.main(api=True)
