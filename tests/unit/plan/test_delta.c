@@ -15,20 +15,15 @@
 #include "delta.h"
 #include "sched.h"
 
+#include "../prop_rng.h"
+
 #define MAXN 40
 #define MAXR 400
 #define MAXJ 60
 #define MAXU 12
 
-static uint64_t rng_state;
 static int fails;
 static long hinted, compared;
-
-static uint32_t rnd(uint32_t n)
-{
-	rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
-	return (uint32_t)(rng_state >> 33) % n;
-}
 
 struct world {
 	int64_t now, next_run, next_job;

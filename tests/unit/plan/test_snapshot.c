@@ -16,17 +16,12 @@
 #include "snapshot.h"
 #include "store_sched.h"
 
+#include "../prop_rng.h"
+
 #define MAXN 64
 #define MAXJ 96
 
-static uint64_t rng_state;
 static int fails;
-
-static uint32_t rnd(uint32_t n)
-{
-	rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
-	return (uint32_t)(rng_state >> 33) % n;
-}
 
 #define CHECK(cond, ...)                                  \
 	do {                                              \

@@ -12,18 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../prop_rng.h"
+
 #define MAXN 48
 #define MAXJ 24
 #define NPROBE 12
 
-static uint64_t rng_state;
 static int fails;
-
-static uint32_t rnd(uint32_t n)
-{
-	rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
-	return (uint32_t)(rng_state >> 33) % n;
-}
 
 struct world {
 	size_t nn, nruns, njobs;

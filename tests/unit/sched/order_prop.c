@@ -16,16 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../prop_rng.h"
+
 #define MAXJ 700
 
-static uint64_t rng_state;
 static int fails;
-
-static uint32_t rnd(uint32_t n)
-{
-	rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
-	return (uint32_t)(rng_state >> 33) % n;
-}
 
 static struct sched_job jobs[MAXJ];
 static const struct sched_verdict *verd;
