@@ -73,6 +73,13 @@ void store__ts_text(const PGresult *r, int row, int col, char *out)
 		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(rem / 1000));
 }
 
+int store__cmp_i64(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
 double store__mono_ms(void)
 {
 	struct timespec ts;

@@ -44,4 +44,7 @@ void store__int_array(struct mu_buf *b, const int64_t *v, size_t n);
 /* CLOCK_MONOTONIC in milliseconds, for the debug timings. */
 double store__mono_ms(void);
 
+/* qsort/bsearch order of int64_t values (or of records led by one). */
+int store__cmp_i64(const void *x, const void *y);
+
 #endif

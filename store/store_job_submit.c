@@ -602,13 +602,6 @@ static int64_t id_at(const struct id_block *b, size_t k)
 	return b->list ? b->list[k] : b->first + (int64_t)k;
 }
 
-static int cmp_id(const void *x, const void *y)
-{
-	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-
-	return (a > b) - (a < b);
-}
-
 /* Reads the ids_sql row into *b: `total` ids, consecutive or listed in
  * column 5 as an array literal ("{9,7,10}"), put in ascending order here
  * (the order nextval gave them, whatever order the aggregate saw). */
@@ -638,7 +631,7 @@ static int id_block_read(const PGresult *r, size_t total, struct mu_arena *a, st
 	}
 	if (k != total)
 		return mu_error_set(err, MU_EINTERNAL, "", "read %zu job ids, not %zu", k, total);
-	qsort(b->list, total, sizeof(*b->list), cmp_id);
+	qsort(b->list, total, sizeof(*b->list), store__cmp_i64);
 	return 0;
 }
 

@@ -11,6 +11,7 @@
 
 #include "alloc.h"
 #include "log.h"
+#include "store_int.h"
 
 /* ---- a growable text buffer for array parameters ------------------------- */
 
@@ -767,17 +768,11 @@ static void *merge_rows(struct mu_arena *arr, size_t sz, const void *old, size_t
 	return out;
 }
 
-static int cmp_id(const void *x, const void *y)
-{
-	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-	return (a > b) - (a < b);
-}
-
 /* Sorts and dedups ids in place; returns the new count. */
 static size_t uniq_ids(int64_t *ids, size_t n)
 {
 	size_t k = 0;
-	qsort(ids, n, sizeof(*ids), cmp_id);
+	qsort(ids, n, sizeof(*ids), store__cmp_i64);
 	for (size_t i = 0; i < n; i++)
 		if (!k || ids[i] != ids[k - 1])
 			ids[k++] = ids[i];
@@ -1186,12 +1181,6 @@ int store_sched_keep_note_pending(PGconn *c, struct store_sched_keep *k, const s
 
 /* ---- decisions -------------------------------------------------------------- */
 
-static int cmp_i64(const void *x, const void *y)
-{
-	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-	return (a > b) - (a < b);
-}
-
 static int apply_starts(PGconn *c, int64_t epoch, const struct store_sched_decisions *d, int *started,
 			struct mu_error *err)
 {
@@ -1257,7 +1246,7 @@ static int apply_starts(PGconn *c, int64_t epoch, const struct store_sched_decis
 		job_sorted[2 * i] = getl(r, (int)i, 0);
 		job_sorted[2 * i + 1] = getl(r, (int)i, 1);
 	}
-	qsort(job_sorted, nr, 2 * sizeof(int64_t), cmp_i64);
+	qsort(job_sorted, nr, 2 * sizeof(int64_t), store__cmp_i64);
 	store_db_clear(r);
 	r = NULL;
 	if (!nr)
@@ -1270,7 +1259,7 @@ static int apply_starts(PGconn *c, int64_t epoch, const struct store_sched_decis
 	for (size_t i = 0; i < d->nstarts; i++) {
 		const struct store_sched_start *st = &d->starts[i];
 		int64_t key[2] = { st->job_id, 0 };
-		int64_t *hit = bsearch(key, job_sorted, nr, 2 * sizeof(int64_t), cmp_i64);
+		int64_t *hit = bsearch(key, job_sorted, nr, 2 * sizeof(int64_t), store__cmp_i64);
 		if (!hit)
 			continue;
 		for (int k = 0; k < st->nnodes; k++) {
@@ -1318,7 +1307,7 @@ static int apply_starts(PGconn *c, int64_t epoch, const struct store_sched_decis
 			    1, p, NULL, err);
 	if (ret)
 		goto out;
-	qsort(nodes, nnodes, sizeof(*nodes), cmp_i64);
+	qsort(nodes, nnodes, sizeof(*nodes), store__cmp_i64);
 	sb_open(&node);
 	for (size_t i = 0; i < nnodes; i++)
 		if (i == 0 || nodes[i] != nodes[i - 1])
