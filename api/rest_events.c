@@ -7,6 +7,10 @@
  * higher one: the hub reads in id order and stops at a gap until it is
  * older than GAP_MS (as the gRPC Watch does). What it has read, `settled`,
  * never changes again; the ring holds the settled events (floor, settled].
+ * While no stream is open nobody reads the ring, so the hub only settles
+ * the new ids by the same rule (hub_settle: their ids, not their rows) and
+ * empties the ring: a stream opened later starts at the newest event or
+ * replays from the table as one that fell behind the floor does.
  *
  * A stream's `cursor` is the last id it has considered (sent or filtered
  * out). On the loop thread it:
@@ -43,6 +47,7 @@
 
 #define GAP_MS 2000
 #define FEED_BATCH 1000
+#define SETTLE_BATCH 10000
 #define REPLAY_BATCH 1000
 #define CHUNK_BYTES (256 * 1024)
 #define SAFETY_POLL_MS 5000 /* one table check even without a NOTIFY */
@@ -92,8 +97,9 @@ static struct {
 	atomic_bool stop;
 	bool running;
 
+	atomic_int open;         /* streams counted: changed on the loop thread only */
+
 	/* loop thread only */
-	int open;
 	struct tok_count { int64_t token_id; int n; } *per_token;
 	size_t ntok, captok;
 } E = { .mu = PTHREAD_MUTEX_INITIALIZER, .wake = -1 };
@@ -215,6 +221,67 @@ static void wake_all_locked(int rc)
 	}
 }
 
+/* Whether id, read after `cur`, continues the settled ids: the next one,
+ * or past a gap older than GAP_MS (a rolled-back transaction burns ids
+ * forever; a slow one fills the gap). */
+static bool settles(int64_t id, int64_t cur, int64_t *gap_at, double *gap_since)
+{
+	if (id != cur + 1) {
+		double t = mono_s();
+
+		if (*gap_since == 0 || *gap_at != cur) {
+			*gap_at = cur;
+			*gap_since = t;
+		}
+		if ((t - *gap_since) * 1000 < GAP_MS)
+			return false;
+	}
+	*gap_since = 0;
+	return true;
+}
+
+/*
+ * With no stream open: settles the new ids without reading their rows and
+ * empties the ring (see the top). Returns 1 when it settled all there was,
+ * 0 when a stream opened meanwhile (the caller reads the rows instead: the
+ * check is under the lock that start_done takes to read `settled`), <0 on
+ * error.
+ */
+static int hub_settle(PGconn *db, struct mu_arena *a, int64_t *gap_at, double *gap_since)
+{
+	struct mu_error err = { 0 };
+
+	for (;;) {
+		int64_t *ids, cur;
+		size_t n, i;
+
+		pthread_mutex_lock(&E.mu);
+		cur = E.settled;
+		pthread_mutex_unlock(&E.mu);
+		mu_arena_reset(a);
+		if (store_event_ids(db, a, cur, SETTLE_BATCH, &ids, &n, &err) < 0) {
+			mu_warn("events hub query failed: %s", err.msg);
+			return MU_EUNAVAIL;
+		}
+		for (i = 0; i < n && settles(ids[i], cur, gap_at, gap_since); i++)
+			cur = ids[i];
+		pthread_mutex_lock(&E.mu);
+		if (atomic_load(&E.open)) {
+			pthread_mutex_unlock(&E.mu);
+			return 0;
+		}
+		if (cur > E.settled) {
+			for (size_t k = 0; k < E.count; k++)
+				slot_clear(&E.ring[(E.head + k) % E.cfg.buffer]);
+			E.head = E.count = 0;
+			E.floor = E.settled = cur;
+		}
+		pthread_mutex_unlock(&E.mu);
+		if (i < n || n < SETTLE_BATCH)
+			return 1;
+	}
+}
+
 /* Reads what is new; returns how many events were published, <0 on error. */
 static int hub_scan(PGconn *db, struct mu_arena *a, int64_t *gap_at, double *gap_since)
 {
@@ -222,6 +289,12 @@ static int hub_scan(PGconn *db, struct mu_arena *a, int64_t *gap_at, double *gap
 	int published = 0;
 	size_t batch = E.cfg.buffer < FEED_BATCH ? E.cfg.buffer : FEED_BATCH;
 
+	if (!atomic_load(&E.open)) {
+		int ret = hub_settle(db, a, gap_at, gap_since);
+
+		if (ret != 0)
+			return ret < 0 ? ret : 0;
+	}
 	for (;;) {
 		struct store_event_row *rows;
 		size_t n, i;
@@ -240,17 +313,8 @@ static int hub_scan(PGconn *db, struct mu_arena *a, int64_t *gap_at, double *gap
 			struct mu_buf b = MU_BUF_INIT;
 			struct slot s;
 
-			if (e->id != cur + 1) {
-				double t = mono_s();
-
-				if (*gap_since == 0 || *gap_at != cur) {
-					*gap_at = cur;
-					*gap_since = t;
-				}
-				if ((t - *gap_since) * 1000 < GAP_MS)
-					break;
-			}
-			*gap_since = 0;
+			if (!settles(e->id, cur, gap_at, gap_since))
+				break;
 			render(&b, e);
 			s.id = e->id;
 			s.job_id = e->job_id;
@@ -414,7 +478,7 @@ static void uncount(struct stream *st)
 	if (!st->counted)
 		return;
 	st->counted = false;
-	E.open--;
+	atomic_fetch_sub(&E.open, 1);
 	t = tok_find(st->token_id, false);
 	if (t && --t->n == 0)
 		*t = E.per_token[--E.ntok];
@@ -675,7 +739,7 @@ int rest_events(struct rest_req *rq)
 			return mu_error_set(&rq->err, MU_EINVAL, "tenant", "must be a tenant name");
 		st->tenant_name = s;
 	}
-	if (E.open >= E.cfg.max_streams)
+	if (atomic_load(&E.open) >= E.cfg.max_streams)
 		return too_many(rq, "server");
 	t = tok_find(st->token_id, true);
 	if (t->n >= E.cfg.max_per_token) {
@@ -684,7 +748,7 @@ int rest_events(struct rest_req *rq)
 		return too_many(rq, "this token");
 	}
 	t->n++;
-	E.open++;
+	atomic_fetch_add(&E.open, 1);
 	st->counted = true;
 	mu_arena_init(&st->ra, 0);
 	st->ra_init = true;

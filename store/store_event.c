@@ -118,6 +118,32 @@ out:
 	return ret;
 }
 
+int store_event_ids(PGconn *c, struct mu_arena *a, int64_t after, int limit, int64_t **out,
+		    size_t *n, struct mu_error *err)
+{
+	static const char sql[] = "SELECT id FROM events WHERE id > $1::bigint ORDER BY id LIMIT $2::int";
+	char lo[24], lim[16];
+	const char *params[2] = { lo, lim };
+	PGresult *res = NULL;
+	int ret, rows;
+
+	*out = NULL;
+	*n = 0;
+	snprintf(lo, sizeof(lo), "%lld", (long long)after);
+	snprintf(lim, sizeof(lim), "%d", limit);
+	ret = store_db_exec(c, sql, 2, params, &res, err);
+	if (ret < 0)
+		goto out;
+	rows = store_db_nrows(res);
+	*out = mu_arena_alloc(a, sizeof(**out) * (size_t)(rows + 1));
+	for (int i = 0; i < rows; i++)
+		(*out)[i] = store_db_get_int64(res, i, 0);
+	*n = (size_t)rows;
+out:
+	store_db_clear(res);
+	return ret;
+}
+
 int store_event_tenant_path(PGconn *c, struct mu_arena *a, const char *scope, const char *name,
 			    const char **out, struct mu_error *err)
 {

@@ -64,6 +64,11 @@ int store_event_feed(PGconn *c, struct mu_arena *a, int64_t after, int64_t upto,
 		     struct store_event_row **out, size_t *n, struct mu_error *err)
 	__attribute__((warn_unused_result));
 
+/* The ids of the next `limit` events with id > after, ascending, gaps and
+ * all (the feed's hub settles ids with it while no stream reads them). */
+int store_event_ids(PGconn *c, struct mu_arena *a, int64_t after, int limit, int64_t **out,
+		    size_t *n, struct mu_error *err) __attribute__((warn_unused_result));
+
 /* The path of tenant `name` when it is visible in `scope` (NULL = all);
  * *out = NULL when there is no such tenant there. *out is in `a`. */
 int store_event_tenant_path(PGconn *c, struct mu_arena *a, const char *scope, const char *name,

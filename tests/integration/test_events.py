@@ -7,6 +7,7 @@ small buffer (200 events) so that resumes really read the table."""
 
 import json
 import socket
+import subprocess
 import threading
 import time
 
@@ -285,6 +286,52 @@ def test_overflow_then_resume(c):
     rest = s.events(3000 - len(got))
     s.close()
     check_eq([x["data"]["job_id"] for x in got + rest], ids)
+
+
+def hub_query(c):
+    """The last statement of the API's event reader (its backend in pg_stat_activity)."""
+    return c.sql_value("SELECT query FROM pg_stat_activity"
+                       " WHERE application_name = 'muster-api:events' ORDER BY backend_start LIMIT 1") or ""
+
+
+def test_idle_hub(c):
+    """With no stream open the hub settles new ids without reading their rows (its last
+    statement is the id scan); a stream opened later still starts at the newest settled
+    event, never past an id still uncommitted (the gap rule), and one resumed from before
+    the idle stretch replays every event exactly once from the table."""
+    tenant(c, "ev_i")
+    harness.wait_until(lambda: hub_query(c).startswith("SELECT id FROM events"), 15,
+                       "the hub idle (every earlier stream freed)")
+    before = max_event(c)
+    ids = submit(c, "ev_i", 500)  # more than the 200-event buffer, nobody reading
+    p = subprocess.Popen(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", c.db_url],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        # an event id drawn by a transaction still open: a gap below the next submit's
+        p.stdin.write(b"BEGIN;\nINSERT INTO events (kind) VALUES ('test.gap') RETURNING id;\n")
+        p.stdin.flush()
+        gap_id = int(p.stdout.readline().decode().strip())
+        after = submit(c, "ev_i")[0]
+        time.sleep(0.3)  # the hub has seen the gap and waits (GAP_MS, 2 s)
+        s = SSE(c)
+        p.stdin.write(b"COMMIT;\n")
+        p.stdin.close()
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    e = s.event()
+    check_eq((e["id"], e["event"]), (gap_id, "test.gap"))
+    e = s.event()
+    check_eq(e["data"]["job_id"], after)
+    check(not hub_query(c).startswith("SELECT id FROM events"), "the hub reads rows again")
+    s.close()
+    s = SSE(c, "?kinds=job.submitted", last_id=before)
+    got = s.events(501)
+    s.close()
+    check_eq([x["data"]["job_id"] for x in got], ids + [after])
+    evs = [x["id"] for x in got]
+    check_eq(evs, sorted(set(evs)), "ids strictly ascending")
 
 
 def test_caps(c):
