@@ -37,7 +37,7 @@ asan:
 # agent's log reader, the scheduler's lease heartbeat) under ThreadSanitizer.
 # Every report fails, with the suppressions of tests/tsan.supp (races seen
 # only through Debian's uninstrumented gRPC and abseil).
-TSAN_TESTS ?= ^(grpc\.|logs\.|agent\.channel|agent\.outage|api\.jobs$$|sched\.failover|unit\.agent\.logs|plan\.dryrun)
+TSAN_TESTS ?= ^(grpc\.|logs\.|agent\.channel|agent\.outage|api\.jobs$$|sched\.failover|unit\.agent\.logs|plan\.dryrun|api\.events$$)
 tsan: bootstrap
 	cmake -S . -B build-tsan -DMUSTER_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build build-tsan -j $(JOBS)
