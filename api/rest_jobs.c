@@ -35,64 +35,16 @@ struct batch {
 	struct rest_req *rq;
 	struct jv_span *spans; /* each job's text, when the body splits */
 	json_t *keep;          /* every parsed job or body: the jobs borrow their strings */
-	/* arrays in the batch (expand_arrays): each written job's index in the
-	 * body (NULL = no array: the same), and the body's jobs */
-	size_t *body_index;
-	struct store_job *body_jobs;
-	size_t nbody;
+	struct ops_batch arrays; /* its arrays' tasks (ops_submit_batch_expand) */
 };
 
-/* The jobs of the batch that are arrays become their tasks, in their
- * place (as POST /v1/jobs writes one): s->jobs and s->n grow, and
- * b->body_index maps each written job back to the body's. At most
- * CODEC_JOB_MAX_BATCH jobs in all, every task counted. */
-static int expand_arrays(struct batch *b, struct store_job_submit *s)
-{
-	struct store_job **tasks = NULL, *jobs;
-	size_t *counts, total = 0, at = 0;
-	bool any = false;
-
-	for (size_t i = 0; i < s->n; i++)
-		any |= s->jobs[i].array_spec != NULL;
-	if (!any)
-		return 0;
-	tasks = mu_arena_alloc(s->arena, sizeof(*tasks) * s->n);
-	counts = mu_arena_alloc(s->arena, sizeof(*counts) * s->n);
-	for (size_t i = 0; i < s->n; i++) {
-		tasks[i] = &s->jobs[i];
-		counts[i] = 1;
-		if (s->jobs[i].array_spec &&
-		    codec_job_expand_array(&s->jobs[i], s->arena, &tasks[i], &counts[i], &s->err) < 0) {
-			snprintf(s->err.field, sizeof(s->err.field), "jobs.%zu.array", i);
-			return s->err.code;
-		}
-		total += counts[i];
-	}
-	if (total > CODEC_JOB_MAX_BATCH)
-		return mu_error_set(&s->err, MU_ERANGE, "jobs",
-				    "must hold 1..%d jobs, every task of its arrays counted (%zu)",
-				    CODEC_JOB_MAX_BATCH, total);
-	jobs = mu_arena_alloc(s->arena, sizeof(*jobs) * total);
-	b->body_index = mu_arena_alloc(s->arena, sizeof(*b->body_index) * total);
-	for (size_t i = 0; i < s->n; i++)
-		for (size_t k = 0; k < counts[i]; k++, at++) {
-			jobs[at] = tasks[i][k];
-			b->body_index[at] = i;
-		}
-	b->body_jobs = s->jobs;
-	b->nbody = s->n;
-	s->jobs = jobs;
-	s->n = total;
-	return 0;
-}
-
-/* Whether written job i of a batch is the first of its body job (an
- * array's first task, or a plain job): the answer lists those. */
+/* Whether written job i of a request is the first of its body job: the
+ * answer lists those. */
 static bool body_first(const struct store_job_submit *s, size_t i)
 {
 	const struct batch *b = s->batch ? s->decode_arg : NULL;
 
-	return !b || !b->body_index || i == 0 || b->body_index[i] != b->body_index[i - 1];
+	return !b || ops_batch_first(&b->arrays, i);
 }
 
 /* An admission problem of a batch names the body's job, not the task. */
@@ -100,7 +52,7 @@ static void name_problem(struct store_job_submit *s)
 {
 	const struct batch *b = s->batch ? s->decode_arg : NULL;
 
-	ops_submit_name_problem(s, b ? b->body_index : NULL);
+	ops_submit_name_problem(s, b ? b->arrays.body_index : NULL);
 }
 
 static void encode_jobs(struct rest_req *rq, struct store_job_submit *s)
@@ -211,16 +163,7 @@ out:
 static int decode_item(const struct batch *b, struct store_job_submit *s, size_t i,
 		       json_t *item)
 {
-	char prefix[32];
-	int ret;
-
-	snprintf(prefix, sizeof(prefix), "jobs.%zu.", i);
-	if (!json_is_object(item)) {
-		ret = mu_error_set(&s->err, MU_ETYPE, "", "must be a job object");
-		snprintf(s->err.field, sizeof(s->err.field), "jobs.%zu", i);
-		return ret;
-	}
-	return ops_submit_decode(&b->rq->who, s->arena, item, prefix, &s->jobs[i], &s->err);
+	return ops_submit_batch_item(&b->rq->who, s->arena, item, i, &s->jobs[i], &s->err);
 }
 
 /* store_job_submit.decode, on the pool's worker: parses and decodes jobs
@@ -282,10 +225,10 @@ static int batch_decode_all(struct store_job_submit *s)
 	json_t *body = NULL, *jobs = NULL;
 	int ret;
 
-	if (b->body_index) { /* expanded by an earlier pass: start again from the body's jobs */
-		s->jobs = b->body_jobs;
-		s->n = b->nbody;
-		b->body_index = NULL;
+	if (b->arrays.body_index) { /* expanded by an earlier pass: start again from the body's jobs */
+		s->jobs = b->arrays.body_jobs;
+		s->n = b->arrays.nbody;
+		b->arrays.body_index = NULL;
 	}
 	ret = jv_parse(rq->body, rq->body_len, &body, &s->err);
 	if (ret < 0)
@@ -302,7 +245,7 @@ static int batch_decode_all(struct store_job_submit *s)
 		if (ret < 0)
 			return ret;
 	}
-	return expand_arrays(b, s);
+	return ops_submit_batch_expand(&b->arrays, s);
 }
 
 /*
@@ -356,7 +299,7 @@ int rest_jobs_batch(struct rest_req *rq)
 			goto out;
 		}
 	}
-	ret = expand_arrays(b, s);
+	ret = ops_submit_batch_expand(&b->arrays, s);
 	if (ret < 0) {
 		rq->err = s->err;
 		goto out;

@@ -390,6 +390,77 @@ static int submit_run(PGconn *db, struct gcall *c)
 	return submit_finish(c, st);
 }
 
+/*
+ * SubmitBatch: POST /v1/jobs/batch's rules (ops_submit_batch_item, the
+ * expansion of arrays, the problem naming the request's job), every job
+ * decoded before the one transaction. Not grouped: a batch is its own
+ * transaction, as a REST batch alone in its group is.
+ */
+static int submit_batch_run(PGconn *db, struct gcall *c)
+{
+	const Muster__V1__SubmitJobsRequest *r = (const void *)c->req;
+	Muster__V1__SubmitJobsResponse *resp;
+	struct store_job_submit *s = A(&c->arena, sizeof(*s));
+	struct ops_batch arrays;
+	json_t *keep = json_array(); /* the jobs borrow their strings from these */
+	int ret = 0;
+
+	if (r->n_jobs < 1 || r->n_jobs > CODEC_JOB_MAX_BATCH) {
+		ret = mu_error_set(&c->err, MU_ERANGE, "jobs", "must hold 1..%d jobs",
+				   CODEC_JOB_MAX_BATCH);
+		goto out;
+	}
+	s->n = r->n_jobs;
+	s->jobs = A(&c->arena, sizeof(*s->jobs) * s->n);
+	s->batch = true;
+	s->arena = &c->arena;
+	s->scope = ops_scope_path(&c->who);
+	for (size_t i = 0; i < s->n; i++) {
+		json_t *body = grpc_codec_spec_json(r->jobs[i], &c->err);
+
+		if (!body) {
+			ret = c->err.code;
+			/* the codec names the spec's own field: name the job too */
+			if (c->err.field[0]) {
+				char f[sizeof(c->err.field)];
+
+				memcpy(f, c->err.field, sizeof(f));
+				if (snprintf(c->err.field, sizeof(c->err.field), "jobs.%zu.%s", i, f) >=
+				    (int)sizeof(c->err.field))
+					c->err.field[sizeof(c->err.field) - 1] = '\0';
+			}
+			goto out;
+		}
+		json_array_append_new(keep, body);
+		ret = ops_submit_batch_item(&c->who, &c->arena, body, i, &s->jobs[i], &c->err);
+		if (ret < 0)
+			goto out;
+	}
+	ret = ops_submit_batch_expand(&arrays, s);
+	if (ret < 0) {
+		c->err = s->err;
+		goto out;
+	}
+	store_job_submit_group(db, &s, 1);
+	ret = s->rc;
+	if (ret < 0) {
+		ops_submit_name_problem(s, arrays.body_index);
+		c->err = s->err;
+		goto out;
+	}
+	resp = A(&c->arena, sizeof(*resp));
+	muster__v1__submit_jobs_response__init(resp);
+	resp->jobs = A(&c->arena, sizeof(*resp->jobs) * r->n_jobs);
+	for (size_t i = 0; i < s->n; i++)
+		if (ops_batch_first(&arrays, i))
+			resp->jobs[resp->n_jobs++] = job_proto(&c->arena, &s->jobs[i]);
+	c->resp = &resp->base;
+	rest_metrics_submitted(REST_METRICS_GRPC, true, s->n);
+out:
+	json_decref(keep);
+	return ret;
+}
+
 static int get_run(PGconn *db, struct gcall *c)
 {
 	const Muster__V1__GetJobRequest *r = (const void *)c->req;
@@ -894,6 +965,7 @@ enum {
 
 const struct gmethod grpc_jobs_methods[] = {
 	JOBS("Submit", GK_UNARY, rest_jobs_submit, submit_job_request, submit_run, NULL, GRPC_GROUP_SUBMIT),
+	JOBS("SubmitBatch", GK_UNARY, rest_jobs_batch, submit_jobs_request, submit_batch_run, NULL, 0),
 	JOBS("Get", GK_UNARY, rest_jobs_get, get_job_request, get_run, NULL, 0),
 	JOBS("List", GK_UNARY, rest_jobs_list, list_jobs_request, list_run, NULL, 0),
 	JOBS("Cancel", GK_UNARY, rest_jobs_cancel, cancel_job_request, cancel_run, NULL, 0),

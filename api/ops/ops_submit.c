@@ -3,6 +3,7 @@
  */
 #include "ops_submit.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "codec_job.h"
@@ -64,6 +65,67 @@ int ops_submit_prepare(const struct ops_principal *p, struct mu_arena *a, json_t
 		s->request_sha256 = hex;
 	}
 	return 0;
+}
+
+int ops_submit_batch_item(const struct ops_principal *p, struct mu_arena *a, json_t *item,
+			  size_t i, struct store_job *j, struct mu_error *err)
+{
+	char prefix[32];
+	int ret;
+
+	snprintf(prefix, sizeof(prefix), "jobs.%zu.", i);
+	if (!json_is_object(item)) {
+		ret = mu_error_set(err, MU_ETYPE, "", "must be a job object");
+		snprintf(err->field, sizeof(err->field), "jobs.%zu", i);
+		return ret;
+	}
+	return ops_submit_decode(p, a, item, prefix, j, err);
+}
+
+int ops_submit_batch_expand(struct ops_batch *b, struct store_job_submit *s)
+{
+	struct store_job **tasks = NULL, *jobs;
+	size_t *counts, total = 0, at = 0;
+	bool any = false;
+
+	memset(b, 0, sizeof(*b));
+	for (size_t i = 0; i < s->n; i++)
+		any |= s->jobs[i].array_spec != NULL;
+	if (!any)
+		return 0;
+	tasks = mu_arena_alloc(s->arena, sizeof(*tasks) * s->n);
+	counts = mu_arena_alloc(s->arena, sizeof(*counts) * s->n);
+	for (size_t i = 0; i < s->n; i++) {
+		tasks[i] = &s->jobs[i];
+		counts[i] = 1;
+		if (s->jobs[i].array_spec &&
+		    codec_job_expand_array(&s->jobs[i], s->arena, &tasks[i], &counts[i], &s->err) < 0) {
+			snprintf(s->err.field, sizeof(s->err.field), "jobs.%zu.array", i);
+			return s->err.code;
+		}
+		total += counts[i];
+	}
+	if (total > CODEC_JOB_MAX_BATCH)
+		return mu_error_set(&s->err, MU_ERANGE, "jobs",
+				    "must hold 1..%d jobs, every task of its arrays counted (%zu)",
+				    CODEC_JOB_MAX_BATCH, total);
+	jobs = mu_arena_alloc(s->arena, sizeof(*jobs) * total);
+	b->body_index = mu_arena_alloc(s->arena, sizeof(*b->body_index) * total);
+	for (size_t i = 0; i < s->n; i++)
+		for (size_t k = 0; k < counts[i]; k++, at++) {
+			jobs[at] = tasks[i][k];
+			b->body_index[at] = i;
+		}
+	b->body_jobs = s->jobs;
+	b->nbody = s->n;
+	s->jobs = jobs;
+	s->n = total;
+	return 0;
+}
+
+bool ops_batch_first(const struct ops_batch *b, size_t i)
+{
+	return !b || !b->body_index || i == 0 || b->body_index[i] != b->body_index[i - 1];
 }
 
 void ops_submit_name_problem(struct store_job_submit *s, const size_t *body_index)

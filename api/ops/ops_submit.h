@@ -1,9 +1,9 @@
 /*
  * ops_submit.h - the rules of a submit, written once for POST /v1/jobs and
- * /v1/jobs/batch (api/rest_jobs.c), JobService.Submit (api/grpc/
- * grpc_jobs.c) and both dry-runs (ops_sched.h): the idempotency key, the
- * decode of one job with the caller's owner rule (ops_job_owner), the
- * expansion of an array, the request's digest, and the naming of an
+ * /v1/jobs/batch (api/rest_jobs.c), JobService.Submit and SubmitBatch
+ * (api/grpc/grpc_jobs.c) and both dry-runs (ops_sched.h): the idempotency
+ * key, the decode of one job with the caller's owner rule (ops_job_owner),
+ * a batch's items and arrays, the request's digest, and the naming of an
  * admission problem's field.
  *
  * What stays per transport is only the group-commit pipeline (each side
@@ -59,6 +59,36 @@ int ops_submit_prepare(const struct ops_principal *p, struct mu_arena *a, json_t
 		       const char *key, const char *key_field, const void *req, size_t req_len,
 		       struct store_job_submit *s, struct mu_error *err)
 	__attribute__((warn_unused_result));
+
+/*
+ * A batch (POST /v1/jobs/batch, JobService.SubmitBatch): item i of the
+ * request decoded into *j as a single submit's job would be, its fields
+ * named "jobs.<i>."; an item that is not an object is MU_ETYPE "jobs.<i>".
+ */
+int ops_submit_batch_item(const struct ops_principal *p, struct mu_arena *a, json_t *item,
+			  size_t i, struct store_job *j, struct mu_error *err)
+	__attribute__((warn_unused_result));
+
+/* A batch's arrays, after ops_submit_batch_expand: each written job's
+ * index among the request's jobs (body_index NULL = no array: the same). */
+struct ops_batch {
+	size_t *body_index;
+	struct store_job *body_jobs; /* the request's jobs, before the expansion */
+	size_t nbody;
+};
+
+/*
+ * The jobs of a decoded batch (s->jobs, s->n, s->arena) that are arrays
+ * become their tasks in their place, as a single submit writes one: s->jobs
+ * and s->n grow, b maps each written job back (*b zeroed first). At most
+ * CODEC_JOB_MAX_BATCH jobs in all, every task counted. Errors in s->err.
+ */
+int ops_submit_batch_expand(struct ops_batch *b, struct store_job_submit *s)
+	__attribute__((warn_unused_result));
+
+/* Whether written job i is the first of its request job (a plain job or an
+ * array's first task): a batch's answer lists those, in order. */
+bool ops_batch_first(const struct ops_batch *b, size_t i);
 
 /*
  * After store_job_submit_group failed a request: names the field of an

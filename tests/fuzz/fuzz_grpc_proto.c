@@ -1,7 +1,8 @@
 /*
  * fuzz_grpc_proto.c - libFuzzer driver for what muster-api's gRPC server does
  * with untrusted bytes before any database work: protobuf-c unpacking of
- * every request type, and for SubmitJobRequest the JobSpec -> REST JSON ->
+ * every request type, and for SubmitJobRequest (each job of a
+ * SubmitJobsRequest) the JobSpec -> REST JSON ->
  * codec_job_decode path (api/grpc/grpc_codec.c + api/codec_job.c); for the
  * admin writes (UpdateTenant, Create/UpdatePriorityClass, CreateToken) the
  * message (+ update_mask) -> REST JSON -> codec_admin decoder path; for
@@ -56,6 +57,8 @@ static const ProtobufCMessageDescriptor *const types[] = {
 	&muster__v1__dry_run_request__descriptor,
 	&muster__v1__usage_request__descriptor,
 	&muster__v1__explain_request__descriptor,
+	/* 17: JobService.SubmitBatch */
+	&muster__v1__submit_jobs_request__descriptor,
 };
 
 /* Packing what was unpacked must work (muster packs replies built from
@@ -212,6 +215,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	roundtrip(m);
 	if (d == &muster__v1__submit_job_request__descriptor)
 		spec_path(((const Muster__V1__SubmitJobRequest *)m)->job);
+	else if (d == &muster__v1__submit_jobs_request__descriptor)
+		for (size_t i = 0; i < ((const Muster__V1__SubmitJobsRequest *)m)->n_jobs; i++)
+			spec_path(((const Muster__V1__SubmitJobsRequest *)m)->jobs[i]);
 	else if (d == &muster__v1__dry_run_request__descriptor)
 		spec_path(((const Muster__V1__DryRunRequest *)m)->job);
 	else

@@ -583,6 +583,77 @@ def test_admission_same_as_rest(c):
     check_eq((st, body.get("field")), (404, "dependencies.0.job_id"), body)
 
 
+def batch_refusal(c, s, what, specs, bodies):
+    """SubmitBatch and POST /v1/jobs/batch refuse alike (problem slug and
+    field) and write nothing."""
+    J = s["pb"]["jobs"]
+    before = c.sql_value("SELECT count(*) FROM jobs")
+    got = None
+    try:
+        s["jobs"].SubmitBatch(J.SubmitJobsRequest(jobs=specs), metadata=md(s["a"]), timeout=30)
+        check(False, what, "gRPC accepted it")
+    except s["grpc"].RpcError as e:
+        got = (trailer(e, "muster-error"), trailer(e, "muster-field"))
+    st, _, p = c.api("POST", "/v1/jobs/batch", {"jobs": bodies}, token=s["a"])
+    check(st >= 400, what, st, p)
+    check_eq(got, (p["type"].rsplit("/", 1)[-1], p.get("field")), what)
+    check_eq(c.sql_value("SELECT count(*) FROM jobs"), before, what + ": nothing written")
+    return got
+
+
+def test_submit_batch(c):
+    """SubmitBatch: POST /v1/jobs/batch over gRPC. One item per request job
+    in order (an array as its first task, its tasks written in its place),
+    all or nothing, and every refusal the same as REST's batch (slug and
+    field jobs.N...)."""
+    s = setup(c)
+    J = s["pb"]["jobs"]
+    r = s["jobs"].SubmitBatch(J.SubmitJobsRequest(jobs=[spec(name="b0"), spec(name="b1", array="0-2"),
+                                                        spec(name="b2", labels={"k": "v"})]),
+                              metadata=md(s["a"]), timeout=30)
+    check_eq([j.name for j in r.jobs], ["b0", "b1", "b2"])
+    ids = [j.id for j in r.jobs]
+    check_eq(ids[1:], [ids[0] + 1, ids[0] + 4], "the array's three tasks between")
+    rows = c.sql("SELECT jobs.id, jobs.name, coalesce(array_task_id, -1), t.name, user_name FROM jobs"
+                 " JOIN tenants t ON t.id = jobs.tenant_id WHERE jobs.id BETWEEN $1 AND $2 ORDER BY jobs.id",
+                 ids[0], ids[2])
+    check_eq([(x[1], x[2], x[3], x[4]) for x in rows],
+             [("b0", "-1", "ga", "alice")] + [("b1", str(k), "ga", "alice") for k in range(3)]
+             + [("b2", "-1", "ga", "alice")])
+    check_eq(r.jobs[1].array, "0-2")
+    check_eq(dict(r.jobs[2].labels), {"k": "v"})
+    got = s["jobs"].Get(J.GetJobRequest(job_id=ids[2]), metadata=md(s["a"]), timeout=10)
+    check_eq(got.name, "b2")
+    # refusals: the same answer as REST's batch, nothing written
+    ok = dict(nodes=1, gpus_per_node=2, command=["true"])
+    other = submit(s["b"]).job.id
+    table = [
+        ("tenant out of scope", dict(tenant="gb"), dict(tenant="gb")),
+        ("unknown class", dict(priority_class="nope"), dict(priority_class="nope")),
+        ("bad nodes", dict(nodes=-1), dict(nodes=-1)),
+        ("bad array", dict(array="5-1"), dict(array="5-1")),
+        ("dependency out of scope", dict(dependencies=[J.Dependency(type="afterok", job_id=other)]),
+         dict(dependencies=[{"type": "afterok", "job_id": other}])),
+    ]
+    for what, g, rb in table:
+        b = dict(ok)
+        b.update(rb)
+        f = batch_refusal(c, s, what, [spec(), spec(**g)], [ok, b])
+        check(f[1] and f[1].startswith("jobs.1"), what, f)
+    # an admission problem after an array: named by the request's job, not the task
+    f = batch_refusal(c, s, "after an array", [spec(array="0-3"), spec(priority_class="nope")],
+                      [dict(ok, array="0-3"), dict(ok, priority_class="nope")])
+    check_eq(f[1], "jobs.1.priority_class")
+    batch_refusal(c, s, "empty", [], [])
+    batch_refusal(c, s, "10,001 jobs", [spec()] * 10001, [ok] * 10001)
+    batch_refusal(c, s, "12,000 tasks", [spec(array="0-5999")] * 2,
+                  [dict(ok, array="0-5999")] * 2)
+    # writers only, as the REST route
+    e = expect_code(s["grpc"].StatusCode.PERMISSION_DENIED, s["jobs"].SubmitBatch,
+                    J.SubmitJobsRequest(jobs=[spec()]), metadata=md(s["reader"]), timeout=10)
+    check(e.details())
+
+
 def test_many_calls(c):
     s = setup(c)
     J = s["pb"]["jobs"]
