@@ -407,8 +407,12 @@ def test_signal_before_time_limit(c):
                              "command": ["/bin/sh", "-c", SIG_SH], "env": {"OUT": S["out"], "T": t}})
     st, _, j = c.api("GET", "/v1/jobs/%s" % jobs["sigb"], token=S["user"])
     check_eq(j["signal"], {"name": "USR1", "before": 6, "batch_only": True})
+    def came(t):  # the handler's file exists before its one write: wait for the write
+        p = os.path.join(S["out"], t + ".usr1")
+        return os.path.exists(p) and os.path.getsize(p) > 0
+
     for t in jobs:
-        c.wait_until(lambda: os.path.exists(os.path.join(S["out"], t + ".usr1")), 20, "%s: USR1 came" % t)
+        c.wait_until(lambda: came(t), 20, "%s: USR1 came" % t)
     launcher = int(open(os.path.join(S["out"], "sigl.launcher")).read())
     check(os.path.exists("/proc/%d" % launcher), "the launcher ignored USR1; its worker handled it")
     S["sigl"] = jobs.pop("sigl")
