@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "store_int.h"
 #include "store_node.h"
 
 static void add_i64(struct mu_buf *b, int64_t v)
@@ -16,12 +17,13 @@ static void add_i64(struct mu_buf *b, int64_t v)
 	mu_buf_add_int(b, v);
 }
 
-int store_agent_heartbeats(PGconn *c, const int64_t *node_ids, size_t nn,
+int store_agent_heartbeats(PGconn *c, const char *replica, const int64_t *node_ids, size_t nn,
 			   const struct store_agent_gpu_hb *hb, size_t nh, struct mu_error *err)
 {
 	static const char sql[] =
 		"WITH o AS (SELECT id, up AS was_up FROM nodes WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE),"
-		" hb AS (UPDATE nodes n SET last_heartbeat = now(), up = true FROM o WHERE n.id = o.id"
+		" hb AS (UPDATE nodes n SET last_heartbeat = now(), up = true, stream_replica = $9"
+		"        FROM o WHERE n.id = o.id"
 		"        RETURNING n.id, n.name, o.was_up),"
 		" back AS (SELECT id, name FROM hb WHERE NOT was_up),"
 		" ev AS (INSERT INTO events (kind, node_id, reason) SELECT 'node.up', id, 'heartbeat' FROM back),"
@@ -32,7 +34,7 @@ int store_agent_heartbeats(PGconn *c, const int64_t *node_ids, size_t nn,
 		"        WHERE g.node_id = u.node_id AND g.idx = u.idx)"
 		" SELECT pg_notify('muster_sched', 'node:' || name) FROM back";
 	struct mu_buf b[8];
-	const char *params[8];
+	const char *params[9];
 	int ret = 0;
 
 	if (!nn)
@@ -56,9 +58,10 @@ int store_agent_heartbeats(PGconn *c, const int64_t *node_ids, size_t nn,
 		mu_buf_addc(&b[i], '}');
 		params[i] = b[i].p;
 	}
+	params[8] = replica;
 	/* a deadlock with a scheduler cycle or a serialization failure: try again */
 	for (int attempt = 0;; attempt++) {
-		ret = store_db_exec(c, sql, 8, params, NULL, err);
+		ret = store_db_exec(c, sql, 9, params, NULL, err);
 		if (ret == 0 || attempt == 2 || !store_db_ok(c))
 			break;
 		usleep(10000 * (attempt + 1));
@@ -437,17 +440,79 @@ out:
 	return ret;
 }
 
-int store_agent_cp_tick(PGconn *c, struct mu_error *err)
+int store_agent_cp_tick(PGconn *c, const char *replica, struct mu_error *err)
 {
 	static const char sql[] =
-		"INSERT INTO control_plane AS p (id, heard_at, heard_since) VALUES (1, now(), now())"
+		"WITH r AS (INSERT INTO api_replicas (id, heard_at) VALUES ($2, now())"
+		"           ON CONFLICT (id) DO UPDATE SET heard_at = now())"
+		" INSERT INTO control_plane AS p (id, heard_at, heard_since) VALUES (1, now(), now())"
 		" ON CONFLICT (id) DO UPDATE SET heard_at = now(),"
 		"   heard_since = CASE WHEN p.heard_at < now() - make_interval(secs => $1::int) THEN now()"
 		"                 ELSE p.heard_since END";
 	char gap[16];
-	const char *p[1] = { gap };
+	const char *p[2] = { gap, replica };
 
 	snprintf(gap, sizeof(gap), "%d", STORE_AGENT_CP_GAP_S);
+	return store_db_exec(c, sql, 2, p, NULL, err);
+}
+
+int store_agent_stream_claim(PGconn *c, const char *name, const char *replica, int hb_timeout_s,
+			     bool *ok, bool *fresh, struct mu_error *err)
+{
+	/* one statement: the check and the claim cannot interleave with
+	 * another replica's (the UPDATE locks the row; the second one then
+	 * sees the first's owner) */
+	static const char sql[] =
+		"WITH u AS (UPDATE nodes n SET stream_replica = $2 WHERE n.name = $1"
+		"   AND (n.stream_replica IS NULL OR n.stream_replica = $2"
+		"        OR n.last_heartbeat IS NULL"
+		"        OR n.last_heartbeat < now() - make_interval(secs => $3::int)"
+		"        OR NOT EXISTS (SELECT 1 FROM api_replicas r WHERE r.id = n.stream_replica"
+		"                       AND r.heard_at > now() - make_interval(secs => $4::int)))"
+		"   RETURNING 1)"
+		" SELECT EXISTS (SELECT 1 FROM u), NOT EXISTS (SELECT 1 FROM nodes WHERE name = $1)";
+	char hb[16], live[16];
+	const char *p[4] = { name, replica, hb, live };
+	PGresult *r = NULL;
+	int ret;
+
+	snprintf(hb, sizeof(hb), "%d", hb_timeout_s);
+	snprintf(live, sizeof(live), "%d", STORE_AGENT_REPLICA_LIVE_S);
+	ret = store_db_exec(c, sql, 4, p, &r, err);
+	if (ret == 0) {
+		*fresh = store_db_get_bool(r, 0, 1);
+		*ok = store_db_get_bool(r, 0, 0) || *fresh;
+	}
+	store_db_clear(r);
+	return ret;
+}
+
+int store_agent_stream_release(PGconn *c, const char *replica, const char *const *names, size_t n,
+			       struct mu_error *err)
+{
+	static const char sql[] = "UPDATE nodes SET stream_replica = NULL"
+				  " WHERE name = ANY($1::text[]) AND stream_replica = $2";
+	struct mu_buf v = MU_BUF_INIT;
+	const char *p[2];
+	int ret;
+
+	if (!n)
+		return 0;
+	store__text_array(&v, names, n);
+	p[0] = v.p;
+	p[1] = replica;
+	ret = store_db_exec(c, sql, 2, p, NULL, err);
+	mu_buf_release(&v);
+	return ret;
+}
+
+int store_agent_replica_gone(PGconn *c, const char *replica, struct mu_error *err)
+{
+	static const char sql[] =
+		"WITH n AS (UPDATE nodes SET stream_replica = NULL WHERE stream_replica = $1)"
+		" DELETE FROM api_replicas WHERE id = $1";
+	const char *p[1] = { replica };
+
 	return store_db_exec(c, sql, 1, p, NULL, err);
 }
 

@@ -31,10 +31,33 @@ struct store_agent_gpu_hb {
 /*
  * One statement for any number of heartbeats: last_heartbeat = now() and
  * up = true for `node_ids` (a node that was DOWN gets node.up + NOTIFY
- * muster_sched 'node:<name>'), and the GPU figures. Retried on deadlock.
+ * muster_sched 'node:<name>'), stream_replica = `replica` (the replica
+ * that heard them), and the GPU figures. Retried on deadlock.
  */
-int store_agent_heartbeats(PGconn *c, const int64_t *node_ids, size_t nn,
+int store_agent_heartbeats(PGconn *c, const char *replica, const int64_t *node_ids, size_t nn,
 			   const struct store_agent_gpu_hb *gpus, size_t ng, struct mu_error *err)
+	__attribute__((warn_unused_result));
+
+/* A replica silent this long (api_replicas.heard_at) holds no stream. */
+#define STORE_AGENT_REPLICA_LIVE_S 3
+
+/*
+ * The database-wide half of "one live stream per node" (migration 212):
+ * claims node `name` for `replica` unless another replica holds it, is
+ * live, and the node was heard within hb_timeout_s. *ok tells; *fresh is
+ * set when no such node exists yet (its registration then claims it again).
+ */
+int store_agent_stream_claim(PGconn *c, const char *name, const char *replica, int hb_timeout_s,
+			     bool *ok, bool *fresh, struct mu_error *err)
+	__attribute__((warn_unused_result));
+
+/* The streams of the nodes `names` ended on `replica` (or their Connect
+ * failed after its claim): whatever it still holds of them is released. */
+int store_agent_stream_release(PGconn *c, const char *replica, const char *const *names, size_t n,
+			       struct mu_error *err) __attribute__((warn_unused_result));
+
+/* The replica stops: its row and every stream it holds go. */
+int store_agent_replica_gone(PGconn *c, const char *replica, struct mu_error *err)
 	__attribute__((warn_unused_result));
 
 /*
@@ -150,9 +173,10 @@ int store_agent_desired(PGconn *c, struct mu_arena *a, const int64_t *node_ids, 
  * muster-api's agent thread says it reaches the database (about every
  * second): control_plane.heard_at = now(); heard_since = now() too when the
  * previous tick is older than STORE_AGENT_CP_GAP_S (an outage just ended:
- * every node gets a whole heartbeat timeout to be heard again).
+ * every node gets a whole heartbeat timeout to be heard again); and
+ * api_replicas.heard_at = now() for `replica`.
  */
-int store_agent_cp_tick(PGconn *c, struct mu_error *err);
+int store_agent_cp_tick(PGconn *c, const char *replica, struct mu_error *err);
 
 /*
  * Of `token_ids`, those no longer live (revoked, expired or deleted):

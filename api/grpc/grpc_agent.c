@@ -29,6 +29,7 @@
 #include <jansson.h>
 #include <poll.h>
 #include <stdio.h>
+#include <sys/random.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -116,6 +117,9 @@ static struct {
 	struct rstatus *rs_head, *rs_tail;
 	char **claims;          /* nodes whose Connect is being set up (pool workers) */
 	size_t nclaims, cap_claims;
+	char **released;        /* nodes whose stream ended here: their database claim goes */
+	size_t nreleased, cap_released;
+	char replica[96];       /* this muster-api among its replicas (api_replicas.id) */
 } G = { .mu = PTHREAD_MUTEX_INITIALIZER, .wake = -1 };
 
 /* XIDs that mean the GPU (or its NVLink) needs a reset: the node drains. */
@@ -286,7 +290,7 @@ static void unclaim(const char *node)
  * for longer than the timeout is stale (a node that lost power, its TCP
  * connection not yet timed out): the new stream replaces it.
  */
-static int claim(struct gcall *c, const char *node, int hb_timeout_s)
+static int claim(PGconn *db, struct gcall *c, const char *node, int hb_timeout_s, bool *fresh)
 {
 	int64_t until = now_ms() + CLAIM_WAIT_MS;
 	struct gcall *stale[8];
@@ -329,6 +333,31 @@ static int claim(struct gcall *c, const char *node, int hb_timeout_s)
 		}
 		usleep(20000);
 	}
+	/* the other replicas' streams: the database's claim, in the same wait */
+	for (;;) {
+		bool ok = false;
+		int ret = store_agent_stream_claim(db, node, G.replica, hb_timeout_s, &ok, fresh, &c->err);
+
+		if (ret < 0 || ok) {
+			if (ret < 0) {
+				unclaim(node);
+				for (size_t i = 0; i < nstale; i++)
+					gcall_unref(stale[i]);
+				return ret;
+			}
+			break;
+		}
+		if (now_ms() >= until) {
+			unclaim(node);
+			for (size_t i = 0; i < nstale; i++)
+				gcall_unref(stale[i]);
+			mu_warn("node=%s agent stream from %s refused: another muster-api replica holds a"
+				" live stream for it", node, c->peer ? c->peer : "?");
+			return mu_error_set(&c->err, MU_ECONFLICT, "register.node_name",
+					    "node %.100s already has a live agent stream", node);
+		}
+		usleep(50000);
+	}
 	for (size_t i = 0; i < nstale; i++) {
 		mu_warn("node=%s stale agent stream replaced by a new one from %s", node,
 			c->peer ? c->peer : "?");
@@ -345,7 +374,8 @@ static int connect_run(PGconn *db, struct gcall *c)
 {
 	const Muster__V1__AgentMessage *m = (const void *)c->req;
 	const char *node;
-	int ret;
+	bool fresh = false;
+	int ret, hb;
 
 	if (m->msg_case != MUSTER__V1__AGENT_MESSAGE__MSG_REGISTER)
 		return mu_error_set(&c->err, MU_EINVAL, "register", "the first message must be Register");
@@ -358,12 +388,29 @@ static int connect_run(PGconn *db, struct gcall *c)
 	ret = check_register(c, m->register_);
 	if (ret < 0)
 		return ret;
-	ret = claim(c, node, store_agent_heartbeat_timeout(db));
+	hb = store_agent_heartbeat_timeout(db);
+	ret = claim(db, c, node, hb, &fresh);
 	if (ret < 0)
 		return ret;
 	ret = connect_register(db, c);
-	if (ret < 0)
+	/* a node registered just now was nobody's to claim: claim it now (a
+	 * twin registering it on another replica at the same time loses) */
+	if (ret == 0 && fresh) {
+		bool ok = false;
+
+		ret = store_agent_stream_claim(db, node, G.replica, hb, &ok, &fresh, &c->err);
+		if (ret == 0 && !ok)
+			ret = mu_error_set(&c->err, MU_ECONFLICT, "register.node_name",
+					   "node %.100s already has a live agent stream", node);
+	}
+	if (ret < 0) {
+		struct mu_error e2 = { 0 };
+
 		unclaim(node);
+		/* the database claim too: nothing streams for the node here */
+		if (store_agent_stream_release(db, G.replica, &node, 1, &e2) < 0)
+			mu_warn("node=%s releasing the stream claim failed: %s", node, e2.msg);
+	}
 	return ret;
 }
 
@@ -481,11 +528,18 @@ static void agent_closed(struct gcall *c)
 			break;
 		}
 	}
+	/* the agent thread releases its database claim (at a stop,
+	 * store_agent_replica_gone releases them all) */
+	if (a && !grpc_stopping()) {
+		G.released = mu_grow(G.released, &G.cap_released, G.nreleased + 1, sizeof(*G.released));
+		G.released[G.nreleased++] = mu_strdup(a->node);
+	}
 	pthread_mutex_unlock(&G.mu);
 	grpc_logs_closed(c);
 	if (a) {
 		mu_info("node=%s agent stream closed", a->node);
 		gcall_unref(c); /* the list's */
+		wake_agent_thread();
 	}
 }
 
@@ -695,12 +749,47 @@ static void flush_heartbeats(PGconn *db)
 	G.hb = NULL;
 	G.n_hb = G.cap_hb = 0;
 	pthread_mutex_unlock(&G.mu);
-	if (store_agent_heartbeats(db, nodes, nn, hb, nh, &err) < 0)
+	if (store_agent_heartbeats(db, G.replica, nodes, nn, hb, nh, &err) < 0)
 		mu_warn("grpc heartbeats=%zu flush failed: %s", nn, err.msg);
 	else
 		G.hb_flushed += nn;
 	mu_free(nodes);
 	mu_free(hb);
+}
+
+/*
+ * After the heartbeats (which set the owner of every node heard): the
+ * database claims of streams that ended here, unless the node has a stream
+ * here again (listed, or a Connect being set up: it holds the claim now).
+ */
+static void release_streams(PGconn *db)
+{
+	struct mu_error err = { 0 };
+	char **names;
+	size_t n = 0, kept = 0;
+
+	pthread_mutex_lock(&G.mu);
+	names = mu_calloc(G.nreleased + 1, sizeof(*names));
+	for (size_t i = 0; i < G.nreleased; i++) {
+		char *name = G.released[i];
+		bool listed = false;
+
+		for (struct agent *a = G.list; a && !listed; a = a->next)
+			listed = !strcmp(a->node, name);
+		if (listed)
+			mu_free(name);
+		else if (claimed(name)) /* decided once that Connect is listed or gone */
+			G.released[kept++] = name;
+		else
+			names[n++] = name;
+	}
+	G.nreleased = kept;
+	pthread_mutex_unlock(&G.mu);
+	if (n && store_agent_stream_release(db, G.replica, (const char *const *)names, n, &err) < 0)
+		mu_warn("grpc agents: releasing %zu stream claims failed: %s", n, err.msg);
+	for (size_t i = 0; i < n; i++)
+		mu_free(names[i]);
+	mu_free(names);
 }
 
 /* While the database is unreachable heartbeats would pile up without
@@ -1137,7 +1226,7 @@ static void *agent_main(void *arg)
 		if (t >= next_tick) {
 			struct mu_error err = { 0 };
 
-			if (store_agent_cp_tick(db, &err) < 0)
+			if (store_agent_cp_tick(db, G.replica, &err) < 0)
 				mu_warn("grpc agents: control-plane tick failed: %s", err.msg);
 			next_tick = t + CP_TICK_MS;
 		}
@@ -1153,14 +1242,21 @@ static void *agent_main(void *arg)
 			flush_heartbeats(db);
 			next_flush = t + HB_FLUSH_MS;
 		}
+		release_streams(db);
 		if (t >= next_resync) {
 			mark_dirty(0, NULL);
 			next_resync = t + G.resync_ms;
 		}
 		push_dirty(db);
 	}
-	if (db)
+	if (db) {
+		struct mu_error err = { 0 };
+
 		flush_heartbeats(db); /* what arrived before the stop is kept */
+		/* the streams end with us: another replica may take them at once */
+		if (store_agent_replica_gone(db, G.replica, &err) < 0)
+			mu_warn("grpc agents: releasing this replica's streams failed: %s", err.msg);
+	}
 	store_db_close(db);
 	return NULL;
 }
@@ -1169,7 +1265,16 @@ int grpc_agent_start(void)
 {
 	const char *rs = getenv("MUSTER_GRPC_RESYNC_MS");
 
+	unsigned char rnd[6];
+	char host[64] = "";
+
 	G.resync_ms = rs && atoi(rs) > 0 ? atoi(rs) : 5000;
+	/* a name for the operator (host, pid) made unique by random bytes */
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return MU_EIO;
+	gethostname(host, sizeof(host) - 1);
+	snprintf(G.replica, sizeof(G.replica), "%.63s-%d-%02x%02x%02x%02x%02x%02x", host, (int)getpid(),
+		 rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
 	G.wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (G.wake < 0)
 		return MU_EIO;
@@ -1217,6 +1322,11 @@ void grpc_agent_stop(void)
 		mu_free(G.faults);
 		G.faults = next;
 	}
+	for (size_t i = 0; i < G.nreleased; i++)
+		mu_free(G.released[i]);
+	mu_free(G.released);
+	G.released = NULL;
+	G.nreleased = G.cap_released = 0;
 	for (size_t i = 0; i < G.nclaims; i++)
 		mu_free(G.claims[i]);
 	mu_free(G.claims);

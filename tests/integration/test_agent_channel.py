@@ -117,6 +117,92 @@ def test_impostor_second_stream_refused(c):
     check_eq(state, "COMPLETED", jid)
 
 
+def _grpc_ready(port):
+    import grpc
+    try:
+        grpc.channel_ready_future(grpc.insecure_channel("127.0.0.1:%d" % port)).result(timeout=0.5)
+        return True
+    except grpc.FutureTimeoutError:
+        return False
+
+
+def test_one_stream_across_replicas(c):
+    """One live stream per node across muster-api replicas on one database: a
+    second stream for a node that streams to replica B is refused on replica
+    A (the impostor changes nothing); a stream that ends on B frees the node
+    for A at once; a replica that dies frees it once it has been silent for
+    the replica liveness window."""
+    setup(c)
+    pb = load()
+    A = pb["agent"]
+    grpc = __import__("grpc")
+    port = harness.free_port()
+    b = c.start_process(["muster-api"], name="api-b",
+                        env={"MUSTER_HTTP_ADDR": "127.0.0.1:%d" % harness.free_port(),
+                             "MUSTER_GRPC_ADDR": "127.0.0.1:%d" % port},
+                        wait_for=lambda: _grpc_ready(port))
+    stub_a = pb["agent_grpc"].AgentServiceStub(S["ch"])
+    stub_b = pb["agent_grpc"].AgentServiceStub(grpc.insecure_channel("127.0.0.1:%d" % port))
+    tok = c.make_token("agent", node="ch-two")
+
+    def reg(addr):
+        # no GPUs, drained below: the scheduler never places the other tests' jobs here
+        return A.AgentMessage(register=A.Register(node_name="ch-two", address=addr, agent_version="t"))
+
+    def streaming(stub, addr):
+        a = Agent(stub, tok, reg(addr))
+        check_eq(a.recv().WhichOneof("msg"), "ack")
+        a.send(A.AgentMessage(heartbeat=A.Heartbeat(seq=1)))
+        return a
+
+    real = streaming(stub_b, "10.0.2.1")
+    st, _, body = c.api("POST", "/v1/nodes/ch-two/drain", {"reason": "stream test"})
+    check_eq(st, 200, body)
+    c.wait_until(lambda: c.sql_value("SELECT stream_replica FROM nodes WHERE name = 'ch-two'"), 10,
+                 "replica B holds the node")
+    evil = Agent(stub_a, tok, reg("10.6.6.6"))
+    e = expect_code(grpc.StatusCode.ALREADY_EXISTS, evil.recv)
+    check("live agent stream" in e.details(), e.details())
+    evil.close()
+    check_eq(c.sql_value("SELECT address FROM nodes WHERE name = 'ch-two'"), "10.0.2.1",
+             "the impostor changed nothing")
+    check("another muster-api replica holds a live stream" in c.log_text("api"), "replica A says why")
+    # the stream ends on B: A may take the node at once (B releases it)
+    real.close()
+    t0 = time.monotonic()
+    moved = harness.wait_until(lambda: _try_stream(stub_a, tok, reg("10.0.2.2")), 10, "the node moves to A")
+    print("a stream closed on B: A took the node after %.2f s" % (time.monotonic() - t0))
+    moved.close()
+    c.wait_until(lambda: c.sql_value("SELECT stream_replica FROM nodes WHERE name = 'ch-two'") is None, 10,
+                 "A released it when the stream ended")
+    # B holds it again, then dies without a word: A takes it once B is silent
+    real = streaming(stub_b, "10.0.2.3")
+    c.wait_until(lambda: c.sql_value("SELECT address FROM nodes WHERE name = 'ch-two'") == "10.0.2.3", 10,
+                 "B has it")
+    b.kill()
+    b.wait()
+    t0 = time.monotonic()
+    moved = harness.wait_until(lambda: _try_stream(stub_a, tok, reg("10.0.2.4")), 20, "A takes it from a dead B")
+    took = time.monotonic() - t0
+    print("replica B killed: A took the node after %.2f s" % took)
+    check(took >= 1.0, "not before B's silence counts", took)
+    moved.close()
+    real.close()
+
+
+def _try_stream(stub, tok, reg):
+    a = Agent(stub, tok, reg)
+    try:
+        m = a.recv()
+    except Exception:
+        a.close()
+        return None
+    if m is None or m.WhichOneof("msg") != "ack":
+        a.close()
+        return None
+    return a
+
+
 def test_bad_register_refused(c):
     setup(c)
     pb = load()
