@@ -29,10 +29,10 @@
 #include <jansson.h>
 #include <poll.h>
 #include <stdio.h>
-#include <sys/random.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -281,6 +281,13 @@ static void unclaim(const char *node)
 	pthread_mutex_unlock(&G.mu);
 }
 
+/* The refusal of a second live stream for `node`. */
+static int taken(struct gcall *c, const char *node)
+{
+	return mu_error_set(&c->err, MU_ECONFLICT, "register.node_name",
+			    "node %.100s already has a live agent stream", node);
+}
+
 /*
  * Pool worker: reserves `node` for this Connect. A node has at most one
  * live stream: one that is open (its transport not closed) and heard from
@@ -328,8 +335,7 @@ static int claim(PGconn *db, struct gcall *c, const char *node, int hb_timeout_s
 			mu_warn("node=%s second agent stream from %s refused: the stream from %s is alive"
 				" (heard %.1fs ago)", node, c->peer ? c->peer : "?", live ? peer : "(registering)",
 				(double)heard / 1000.0);
-			return mu_error_set(&c->err, MU_ECONFLICT, "register.node_name",
-					    "node %.100s already has a live agent stream", node);
+			return taken(c, node);
 		}
 		usleep(20000);
 	}
@@ -338,23 +344,18 @@ static int claim(PGconn *db, struct gcall *c, const char *node, int hb_timeout_s
 		bool ok = false;
 		int ret = store_agent_stream_claim(db, node, G.replica, hb_timeout_s, &ok, fresh, &c->err);
 
-		if (ret < 0 || ok) {
-			if (ret < 0) {
-				unclaim(node);
-				for (size_t i = 0; i < nstale; i++)
-					gcall_unref(stale[i]);
-				return ret;
-			}
+		if (ret == 0 && ok)
 			break;
+		if (ret == 0 && now_ms() >= until) {
+			mu_warn("node=%s agent stream from %s refused: another muster-api replica holds a"
+				" live stream for it", node, c->peer ? c->peer : "?");
+			ret = taken(c, node);
 		}
-		if (now_ms() >= until) {
+		if (ret < 0) {
 			unclaim(node);
 			for (size_t i = 0; i < nstale; i++)
 				gcall_unref(stale[i]);
-			mu_warn("node=%s agent stream from %s refused: another muster-api replica holds a"
-				" live stream for it", node, c->peer ? c->peer : "?");
-			return mu_error_set(&c->err, MU_ECONFLICT, "register.node_name",
-					    "node %.100s already has a live agent stream", node);
+			return ret;
 		}
 		usleep(50000);
 	}
@@ -400,8 +401,7 @@ static int connect_run(PGconn *db, struct gcall *c)
 
 		ret = store_agent_stream_claim(db, node, G.replica, hb, &ok, &fresh, &c->err);
 		if (ret == 0 && !ok)
-			ret = mu_error_set(&c->err, MU_ECONFLICT, "register.node_name",
-					   "node %.100s already has a live agent stream", node);
+			ret = taken(c, node);
 	}
 	if (ret < 0) {
 		struct mu_error e2 = { 0 };
@@ -1264,7 +1264,6 @@ static void *agent_main(void *arg)
 int grpc_agent_start(void)
 {
 	const char *rs = getenv("MUSTER_GRPC_RESYNC_MS");
-
 	unsigned char rnd[6];
 	char host[64] = "";
 
