@@ -99,16 +99,24 @@ static void tenant_patch(json_t *v)
 
 	if (ret < 0)
 		return check_refusal(ret, &err);
-	require((p.set & ~7u) == 0, "patch bits");
+	require((p.set & ~15u) == 0, "patch bits");
 	if (p.set & STORE_TENANT_SET_PARENT)
 		require(codec_admin_valid_name(p.parent), "parent");
 	if (p.set & STORE_TENANT_SET_SHARES)
 		require(p.shares >= 0 && p.shares <= CODEC_ADMIN_SHARES_MAX, "shares");
 	if (p.set & STORE_TENANT_SET_DESCRIPTION)
 		text_ok(p.description, CODEC_ADMIN_DESCRIPTION_MAX, "description");
+	if (p.set & STORE_TENANT_SET_UNIX_ACCOUNT) /* "" = none, else a Unix user name */
+		require(p.unix_account && strlen(p.unix_account) <= 32 &&
+			strspn(p.unix_account, "abcdefghijklmnopqrstuvwxyz0123456789_.-") ==
+				strlen(p.unix_account) &&
+			!(p.unix_account[0] >= '0' && p.unix_account[0] <= '9') &&
+			p.unix_account[0] != '.' && p.unix_account[0] != '-',
+			"unix_account");
 	{
-		static const char *const none[] = { NULL };
-		require(fields_given(v, none) == (size_t)__builtin_popcount(p.set), "every field read");
+		/* unix_account: null is a value ("none"), the others' null is absent */
+		static const char *const nullable[] = { "unix_account", NULL };
+		require(fields_given(v, nullable) == (size_t)__builtin_popcount(p.set), "every field read");
 	}
 }
 
