@@ -292,14 +292,82 @@ static struct group *tightest(struct group *g, size_t ng, size_t k, const bool *
 	return best;
 }
 
+static int size_desc(const void *a, const void *b);
+
+/*
+ * The fewest units of `level` that together hold k of v[0..n) (n >= k).
+ * cnt: a zeroed count per unit id (left zeroed); ids: room for n ids.
+ */
+static size_t min_sub_units(const struct cyc *c, const struct cand *v, size_t n, int level, size_t k, size_t *cnt,
+                            size_t *ids)
+{
+	size_t nd = 0;
+	for (size_t i = 0; i < n; i++) {
+		int u = c->unit[level][v[i].node];
+		if (cnt[u]++ == 0)
+			ids[nd++] = (size_t)u;
+	}
+	for (size_t j = 0; j < nd; j++) {
+		size_t u = ids[j];
+		ids[j] = cnt[u];
+		cnt[u] = 0;
+	}
+	qsort(ids, nd, sizeof(*ids), size_desc);
+	size_t got = 0, m = 0;
+	while (m < nd && got < k)
+		got += ids[m++];
+	return m;
+}
+
+/*
+ * The unit of `level` to hold k without a constraint: among the groups
+ * holding k, the one that needs the fewest units of the next level down
+ * (so a gang that one rack of some block holds never spreads over two racks
+ * of a tighter block: Slurm's fewest leaf switches), then the tightest.
+ */
+static struct group *fewest_then_tightest(const struct cyc *c, const struct cand *v, struct group *g, size_t ng,
+                                          int level, size_t k, const bool *taken)
+{
+	struct group *best = tightest(g, ng, k, taken);
+	if (!best || level + 1 >= c->s->settings.nlevels || k < 2)
+		return best;
+	size_t holders = 0, most = 0;
+	for (size_t i = 0; i < ng; i++)
+		if (!(taken && taken[i]) && g[i].n >= k) {
+			holders++;
+			if (g[i].n > most)
+				most = g[i].n;
+		}
+	if (holders < 2)
+		return best;
+	size_t *cnt = sched__xcalloc(2 * c->nn + 1, sizeof(size_t));
+	size_t *ids = sched__xmalloc((most + 1) * sizeof(size_t));
+	size_t best_m = min_sub_units(c, v + best->lo, best->n, level + 1, k, cnt, ids);
+	const struct group *first = best; /* the tightest: nothing beats it at one unit */
+	for (size_t i = 0; i < ng && !(best == first && best_m == 1); i++) {
+		if ((taken && taken[i]) || g[i].n < k || &g[i] == first)
+			continue;
+		size_t m = min_sub_units(c, v + g[i].lo, g[i].n, level + 1, k, cnt, ids);
+		if (m < best_m ||
+		    (m == best_m && (g[i].free < best->free || (g[i].free == best->free && g[i].n < best->n)))) {
+			best = &g[i];
+			best_m = m;
+		}
+	}
+	free(ids);
+	free(cnt);
+	return best;
+}
+
 static void pick(struct cyc *c, struct cand *v, size_t n, int level, size_t k, struct cand *out, size_t *nout);
 
 /*
  * k candidates of v[0..n) over as few units of `level` as possible (the
  * groups g of group_by() at that level): while no single unit holds what is
- * left, the largest unit whole (ties: the tightest); then the tightest unit
- * that holds the rest. Taking the largest first is what makes the count
- * minimal. Each unit is filled by pick() one level down.
+ * left, the largest unit whole (ties: the tightest); then the unit that holds
+ * the rest in the fewest units one level down, the tightest of those. Taking
+ * the largest first is what makes the count minimal. Each unit is filled by
+ * pick() one level down.
  */
 static void spread(struct cyc *c, struct cand *v, struct group *g, size_t ng, int level, size_t k, struct cand *out,
                    size_t *nout)
@@ -307,7 +375,7 @@ static void spread(struct cyc *c, struct cand *v, struct group *g, size_t ng, in
 	bool *taken = sched__xcalloc(ng + 1, sizeof(bool));
 	size_t left = k;
 	while (left > 0) {
-		struct group *fit = tightest(g, ng, left, taken);
+		struct group *fit = fewest_then_tightest(c, v, g, ng, level, left, taken);
 		if (fit) {
 			pick(c, v + fit->lo, fit->n, level + 1, left, out, nout);
 			break;
@@ -325,7 +393,8 @@ static void spread(struct cyc *c, struct cand *v, struct group *g, size_t ng, in
 
 /*
  * Picks k candidates from v[0..n) (n >= k) minimising units used at each
- * level from `level` down, tightest units first; appends them to out.
+ * level from `level` down (a unit that holds k in the fewest units one level
+ * down, then the tightest); appends them to out.
  */
 static void pick(struct cyc *c, struct cand *v, size_t n, int level, size_t k, struct cand *out, size_t *nout)
 {
@@ -339,7 +408,7 @@ static void pick(struct cyc *c, struct cand *v, size_t n, int level, size_t k, s
 	}
 	struct group *g;
 	size_t ng = group_by(c, v, n, level, &g);
-	struct group *one = tightest(g, ng, k, NULL);
+	struct group *one = fewest_then_tightest(c, v, g, ng, level, k, NULL);
 	if (one)
 		pick(c, v + one->lo, one->n, level + 1, k, out, nout);
 	else

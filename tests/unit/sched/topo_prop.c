@@ -8,8 +8,10 @@
  *  - preferred: L: the placement uses the fewest units of L that any
  *    placement on the free nodes of that time could, and the job is never
  *    later than the first time enough nodes are free anywhere;
- *  - no constraint: the fewest outermost units any placement could, and a
- *    1-node job takes a node with the fewest usable GPUs that hold it.
+ *  - no constraint: the fewest outermost units any placement could (when
+ *    that is one, the fewest units of the next level that any outermost
+ *    unit could), and a 1-node job takes a node with the fewest usable GPUs
+ *    that hold it.
  *
  * A reservation is checked against the cluster as it will be at its start
  * (the runs planned to end by then have released their GPUs).
@@ -68,6 +70,21 @@ static int min_units(const struct world *w, const uint64_t *fm, int g, int l, in
 	qsort(cnt, MAXN, sizeof(int), cmp_desc);
 	if (biggest)
 		*biggest = cnt[0];
+	int got = 0, m = 0;
+	while (m < MAXN && got < k && cnt[m] > 0)
+		got += cnt[m++];
+	return got >= k ? m : 0;
+}
+
+/* Fewest units of level l holding k eligible nodes inside unit u of level ul (0: impossible). */
+static int min_units_in(const struct world *w, const uint64_t *fm, int g, int l, int k, int ul, int u)
+{
+	int cnt[MAXN];
+	memset(cnt, 0, sizeof(cnt));
+	for (size_t n = 0; n < w->nn; n++)
+		if (popc(fm[n]) >= g && w->nodes[n].unit[ul] == u)
+			cnt[w->nodes[n].unit[l]]++;
+	qsort(cnt, MAXN, sizeof(int), cmp_desc);
 	int got = 0, m = 0;
 	while (m < MAXN && got < k && cnt[m] > 0)
 		got += cnt[m++];
@@ -153,6 +170,17 @@ static void check_placement(int it, const struct world *w, const struct sched_jo
 		int m = min_units(w, fm, j->gpus_per_node, 0, j->nodes, NULL);
 		int u = units_used(w, a, na, 0);
 		CHECK(u == m, "no constraint: %d outermost units, %d possible", u, m);
+		if (m == 1 && w->nlevels > 1) { /* in one outermost unit: the fewest of the next level any could */
+			int best = 0;
+			for (int x = 0; x < MAXN; x++) {
+				int v = min_units_in(w, fm, j->gpus_per_node, 1, j->nodes, 0, x);
+				if (v && (!best || v < best))
+					best = v;
+			}
+			int u1 = units_used(w, a, na, 1);
+			CHECK(u1 == best, "no constraint: %d units of level 1 in one outermost unit, %d possible", u1,
+			      best);
+		}
 	}
 	if (j->nodes == 1) {
 		int best = SCHED_MAX_GPUS + 1;
