@@ -557,6 +557,8 @@ static void teardown(struct cyc *c)
 		free(c->runtime);
 		free(c->rank);
 	}
+	free(c->subcnt);
+	free(c->subids);
 	free(c->vsorted);
 	free(c->run_gpus);
 	free(c->rel);

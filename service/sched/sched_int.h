@@ -282,6 +282,7 @@ struct cyc {
 	int64_t *sc_time;
 	struct sched_alloc *sc_alloc, *sc_alloc2;
 	int *agg_free[SCHED_MAX_LEVELS], *agg_cnt[SCHED_MAX_LEVELS]; /* per unit, zero between uses */
+	size_t *subcnt, *subids;        /* fewest_then_tightest()'s counts per unit (kept zeroed) and ids */
 	size_t *vsorted;                /* preemptible runs by cost, built on first use */
 	size_t nvsorted;
 	/* shape caches: failed placements (this cycle) and unit maxima */

@@ -325,23 +325,22 @@ static size_t min_sub_units(const struct cyc *c, const struct cand *v, size_t n,
  * (so a gang that one rack of some block holds never spreads over two racks
  * of a tighter block: Slurm's fewest leaf switches), then the tightest.
  */
-static struct group *fewest_then_tightest(const struct cyc *c, const struct cand *v, struct group *g, size_t ng,
-                                          int level, size_t k, const bool *taken)
+static struct group *fewest_then_tightest(struct cyc *c, const struct cand *v, struct group *g, size_t ng, int level,
+                                          size_t k, const bool *taken)
 {
 	struct group *best = tightest(g, ng, k, taken);
 	if (!best || level + 1 >= c->s->settings.nlevels || k < 2)
 		return best;
-	size_t holders = 0, most = 0;
+	size_t holders = 0;
 	for (size_t i = 0; i < ng; i++)
-		if (!(taken && taken[i]) && g[i].n >= k) {
-			holders++;
-			if (g[i].n > most)
-				most = g[i].n;
-		}
+		holders += !(taken && taken[i]) && g[i].n >= k;
 	if (holders < 2)
 		return best;
-	size_t *cnt = sched__xcalloc(2 * c->nn + 1, sizeof(size_t));
-	size_t *ids = sched__xmalloc((most + 1) * sizeof(size_t));
+	if (!c->subcnt) { /* once per cycle: min_sub_units() leaves the counts zeroed, and no unit has more than nn nodes */
+		c->subcnt = sched__xcalloc(2 * c->nn + 1, sizeof(size_t));
+		c->subids = sched__xmalloc((c->nn + 1) * sizeof(size_t));
+	}
+	size_t *cnt = c->subcnt, *ids = c->subids;
 	size_t best_m = min_sub_units(c, v + best->lo, best->n, level + 1, k, cnt, ids);
 	const struct group *first = best; /* the tightest: nothing beats it at one unit */
 	for (size_t i = 0; i < ng && !(best == first && best_m == 1); i++) {
@@ -354,8 +353,6 @@ static struct group *fewest_then_tightest(const struct cyc *c, const struct cand
 			best_m = m;
 		}
 	}
-	free(ids);
-	free(cnt);
 	return best;
 }
 
