@@ -511,11 +511,14 @@ static const struct qlim *own_model(const struct cyc *c, int tenant, int model)
 
 bool sched__reclaims(const struct cyc *c, const struct sched_job *j, const struct req *rq, int64_t need)
 {
-	const struct sched_tenant *jt = &c->s->tenants[j->tenant];
-	if (jt->guaranteed_gpus > 0 && c->tgpus[j->tenant] + need <= jt->guaranteed_gpus)
-		return true;
+	/* Its own row for the model decides, as it does whether it borrows
+	 * (sched__borrower): GPUs that row says it would borrow are not its to
+	 * reclaim, or two such tenants would take them from each other forever. */
 	const struct qlim *e = own_model(c, j->tenant, rq->model);
-	return e && e->guar > 0 && e->used + need <= e->guar;
+	if (e)
+		return e->guar > 0 && e->used + need <= e->guar;
+	const struct sched_tenant *jt = &c->s->tenants[j->tenant];
+	return jt->guaranteed_gpus > 0 && c->tgpus[j->tenant] + need <= jt->guaranteed_gpus;
 }
 
 bool sched__borrower(const struct cyc *c, int tenant, const struct req *rq)
