@@ -2,8 +2,9 @@
 PostgreSQL, muster-api and muster-scheduler: runtime prediction from each
 user's recent actual run times (a backfill only the prediction allows, none
 without it, a run that outlives its prediction is not killed and moves the
-reservation to its limit), per-GPU-model quotas (QuotaMax naming the model)
-and the quota a reservation holds against backfill.
+reservation to its limit), per-GPU-model quotas (QuotaMax naming the model,
+a tenant's own row for a model deciding whether it reclaims it) and the
+quota a reservation holds against backfill.
 
 Jobs go in over REST; the agent side is played by SQL on runs, as in
 test_sched_common.py. Each test uses its own GPU model and users."""
@@ -187,6 +188,31 @@ def test_per_model_quota(c):
     wait_live_run(c, jobs[2])
     for jid in jobs[1:] + [other]:
         agent_end(c, wait_live_run(c, jid)[0])
+
+
+def test_model_row_decides_reclaim(c):
+    """Two tenants with a tenant-wide guarantee and a row of guarantee 0 for
+    one model both borrow that model's GPUs: neither reclaims them from the
+    other (else each takes them back the next cycle, forever)."""
+    setup(c)
+    add_nodes(c, "pp", 1, gpus=2, model="pp")
+    for t in ("pa", "pb"):
+        c.make_tenant(t)
+        for body in ({"guaranteed_gpus": 4}, {"gpu_model": "pp", "guaranteed_gpus": 0}):
+            st, _, b = c.api("PUT", "/v1/tenants/%s/quota" % t, body)
+            check_eq(st, 200, b)
+    a = submit(c, tenant="pa", user="a", gpu_model="pp", gpus_per_node=2)
+    arun, _, _ = wait_live_run(c, a)
+    agent_running(c, arun)
+    b = submit(c, tenant="pb", user="b", gpu_model="pp", gpus_per_node=2)
+    c.wait_until(lambda: job(c, b)["reason"] not in ("", "Priority"), 10, "B has a reason: %s" % job(c, b))
+    cycles_pass(c)
+    check_eq(sql(c, "SELECT state, stop_reason FROM runs WHERE id = $1", arun)[0], ("RUNNING", ""),
+             "A is not reclaimed: pb borrows pp as pa does")
+    check(job(c, b)["reason"] not in ("QuotaGuaranteed", "Preempting"), job(c, b))
+    agent_end(c, arun)
+    c.wait_until(lambda: job(c, b)["state"] in ("STARTING", "RUNNING"), 10, "B starts when A ends")
+    agent_end(c, wait_live_run(c, b)[0])
 
 
 def test_reservation_holds_quota(c):
