@@ -63,6 +63,12 @@
 #define CANCELLED_EVENTS(who)                                                                       \
 	"INSERT INTO events (kind, tenant_id, job_id, reason, data)"                                  \
 	" SELECT 'job.cancelled', tenant_id, id, 'cancel', jsonb_build_object('by', " who "::text) FROM u"
+/* A cancel of a stopping run wins over a stop that would requeue the job
+ * (requeue, preemption, a lost node with retries left): the job ends
+ * CANCELLED when the run stops. A time limit's stop ends it anyway. */
+#define CANCEL_STOP_REASON                                                                          \
+	"stop_reason = CASE WHEN stop_reason IN ('', 'requeue', 'preempt', 'node_fail') THEN 'cancel'"  \
+	" ELSE stop_reason END"
 
 /* Reads JOB_COLS of row `row` starting at column `b` into *j (strings in a). */
 void store__job_row(struct mu_arena *a, const PGresult *r, int row, int b, struct store_job *j);

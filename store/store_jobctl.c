@@ -395,7 +395,7 @@ static int carr_tx(PGconn *c, void *arg, struct mu_error *err)
 	static const char running_sql[] =
 		"WITH u AS (UPDATE runs SET state = CASE WHEN state IN ('STARTING', 'RUNNING')"
 		"   THEN 'STOPPING' ELSE state END,"
-		"   stop_reason = CASE WHEN stop_reason IN ('', 'requeue') THEN 'cancel' ELSE stop_reason END,"
+		"   " CANCEL_STOP_REASON ","
 		"   stop_requested_at = coalesce(stop_requested_at, now())"
 		"   WHERE live AND job_id IN (SELECT id FROM jobs WHERE array_job_id = $1::bigint"
 		"     AND state IN ('STARTING', 'RUNNING')) RETURNING id, job_id)"

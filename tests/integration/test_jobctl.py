@@ -223,6 +223,35 @@ def test_cancel_wins_over_requeue(c):
     c.wait_until(lambda: get(c, jid)[0]["state"] == "CANCELLED", 10, "CANCELLED, not requeued")
 
 
+def test_cancel_wins_over_preemption(c):
+    """A cancel while the run stops for a preemption, a node failure (a job
+    with retries left) or a bulk or array cancel ends the job CANCELLED when
+    it stops: it is not requeued and started again."""
+    setup(c)
+    add_nodes(c, "cp", 3, gpus=1, model="cp")
+    ids = [submit(c, "cp", max_retries=1)[0] for _ in range(3)]
+    runs = []
+    for jid in ids:
+        run, _, _ = c.wait_until(lambda: live_run(c, jid), 10, "a live run")
+        agent_running(c, run)
+        runs.append(run)
+    # What the scheduler writes when it preempts a run or its node is lost.
+    for run, why in zip(runs, ("preempt", "node_fail", "preempt")):
+        sql(c, "UPDATE runs SET state = 'STOPPING', stop_reason = $2, stop_requested_at = now()"
+               " WHERE id = $1", run, why)
+    check_eq(c.api("POST", "/v1/jobs/%d/cancel" % ids[0], token=TENANT_TOKEN)[0], 200)
+    check_eq(c.api("POST", "/v1/jobs/%d/cancel" % ids[1], token=TENANT_TOKEN)[0], 200)
+    st, _, b = c.api("POST", "/v1/jobs/cancel", {"ids": [ids[2]]}, token=TENANT_TOKEN)
+    check_eq((st, b["cancelled"]), (200, 1), b)
+    for run in runs:
+        check_eq(val(c, "SELECT stop_reason FROM runs WHERE id = $1", run), "cancel")
+        agent_end(c, run, exit_code=143)
+    for jid in ids:
+        c.wait_until(lambda: get(c, jid)[0]["state"] == "CANCELLED", 10,
+                     "job %d CANCELLED, not requeued: %s" % (jid, get(c, jid)[0]["state"]))
+        check_eq(runs_of(c, jid), 1, "no second run")
+
+
 def test_patch_pending(c):
     setup(c)
     dep, _ = submit(c, "nohw")
