@@ -1468,9 +1468,16 @@ static bool try_preempt(struct cyc *c, size_t ji, const struct req *q, int64_t r
 	if (c->max_stopping_end > c->now) {
 		int64_t t = sched__earliest(c, &rq, rt, c->sc_alloc, &na);
 		if (t != SCHED_NEVER && t <= c->max_stopping_end) {
+			/* A job no stopping run is of a lower class than waits for a
+			 * reclaim (the cycle that stopped them said so too). */
+			bool reclaim = j->priority <= c->min_stopping_prio &&
+			               sched__reclaims(c, j, &rq, (int64_t)rq.nmin * rq.g);
 			commit_reservation(c, ji, t, t + rt, c->sc_alloc, na);
 			fmt_time(buf, c->s->settings.quiet ? 0 : sizeof(buf), c->now, t);
-			verdict(c, ji, SCHED_REASON_PREEMPTING, t, "preempted runs are stopping; starts at %s", buf);
+			verdict(c, ji, reclaim ? SCHED_REASON_QUOTA_GUARANTEED : SCHED_REASON_PREEMPTING, t,
+			        reclaim ? "reclaims its guaranteed GPUs from borrowers, whose runs are stopping; starts at %s"
+			                : "preempted runs are stopping; starts at %s",
+			        buf);
 			return true;
 		}
 	}

@@ -190,6 +190,39 @@ def test_per_model_quota(c):
         agent_end(c, wait_live_run(c, jid)[0])
 
 
+def test_model_guarantee_reclaims(c):
+    """A tenant below its guarantee for a model reclaims that model's GPUs
+    from a borrower: the borrower's run is stopped, and the job waits with
+    QuotaGuaranteed while it stops (every cycle, not only the first)."""
+    setup(c)
+    c.make_tenant("gr")
+    c.make_tenant("gb")
+    add_nodes(c, "ga", 1, gpus=2, model="ga")
+    st, _, body = c.api("PUT", "/v1/tenants/gr/quota", {"gpu_model": "ga", "guaranteed_gpus": 2})
+    check_eq(st, 200, body)
+    o = submit(c, tenant="gb", user="o", gpu_model="ga", gpus_per_node=2)
+    orun, _, _ = wait_live_run(c, o)
+    agent_running(c, orun)
+    g = submit(c, tenant="gr", user="g", gpu_model="ga", gpus_per_node=2)
+    c.wait_until(lambda: val(c, "SELECT stop_reason FROM runs WHERE id = $1", orun) == "preempt", 10,
+                 "the borrower's run is stopped")
+    cycles_pass(c)
+    st = job(c, g)
+    check_eq((st["state"], st["reason"]), ("PENDING", "QuotaGuaranteed"), st)
+    check("reclaims" in st["message"], st)
+    check_eq(val(c, "SELECT count(*) FROM runs WHERE job_id = $1", o), "1", "no further victims")
+    # Done: cancel both, then end what still runs.
+    for jid in (g, o):
+        check_eq(c.api("POST", "/v1/jobs/%d/cancel" % jid, {})[0], 200)
+
+    def ended():
+        for r in sql(c, "SELECT id FROM runs WHERE live AND ended_at IS NULL AND job_id IN ($1, $2)", g, o):
+            agent_end(c, int(r[0]), exit_code=143)
+        return sql(c, "SELECT id, state FROM jobs WHERE id IN ($1, $2) ORDER BY id", g, o) == \
+            [(str(o), "CANCELLED"), (str(g), "CANCELLED")]
+    c.wait_until(ended, 10, "both cancelled: %s" % sql(c, "SELECT id, state FROM jobs WHERE id IN ($1, $2)", g, o))
+
+
 def test_model_row_decides_reclaim(c):
     """Two tenants with a tenant-wide guarantee and a row of guarantee 0 for
     one model both borrow that model's GPUs: neither reclaims them from the
