@@ -1409,6 +1409,7 @@ static void run_jobs(struct cyc *c)
 			verdict(c, ji, SCHED_REASON_NONE, c->now, "starts now");
 			continue;
 		}
+		enum sched_reason hwhy = sched__quota_reason(c); /* what hmsg names */
 		bool behind = waits_ahead(&w, q.model);
 		waits_add(&w, q.model);
 		blocked = s->settings.no_backfill;
@@ -1426,6 +1427,7 @@ static void run_jobs(struct cyc *c)
 			bool qheld = false;
 			char qmsg[160];
 			int64_t t = reserve_at(c, ji, &rq, rt, &na, &qheld, qmsg);
+			enum sched_reason qwhy = sched__quota_reason(c); /* what qmsg names */
 			if (t != SCHED_NEVER) {
 				nres++;
 				commit_reservation(c, ji, t, t + rt, c->sc_alloc, na);
@@ -1436,12 +1438,12 @@ static void run_jobs(struct cyc *c)
 				continue;
 			}
 			if (qheld && !held) {
-				verdict(c, ji, SCHED_REASON_QUOTA_MAX, SCHED_NEVER, "%s", qmsg);
+				verdict(c, ji, qwhy, SCHED_NEVER, "%s", qmsg);
 				continue;
 			}
 		}
 		if (held) {
-			verdict(c, ji, SCHED_REASON_QUOTA_MAX, SCHED_NEVER, "%s", hmsg);
+			verdict(c, ji, hwhy, SCHED_NEVER, "%s", hmsg);
 			continue;
 		}
 		if (behind)
@@ -1527,7 +1529,7 @@ static void answer_probe(struct cyc *c, const struct sched_job *probe, int64_t *
 		    !sched__quota_reserve_ok(c, probe, t, t + rt, c->sc_alloc, na, qmsg, sizeof(qmsg))) {
 			/* Its quota, counting the reservations' share, has no room then. */
 			*probe_start = SCHED_NEVER;
-			*probe_reason = SCHED_REASON_QUOTA_MAX;
+			*probe_reason = sched__quota_reason(c);
 			if (probe_msg)
 				snprintf(probe_msg, 160, "%s", qmsg);
 		} else if (probe_msg) {

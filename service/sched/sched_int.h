@@ -503,6 +503,8 @@ void sched__quota_reserved(struct cyc *c, const struct sched_job *j, int64_t sta
  * `model` (-1: counted on all-model limits only), or SCHED_NEVER; then hold that quota from it. */
 int64_t sched__quota_room_at(struct cyc *c, const struct sched_job *j, int model, int nmin);
 void sched__quota_hold(struct cyc *c, const struct sched_job *j, int64_t start, int64_t end, int model, int nmin);
+/* QuotaMax, or QuotaMaxRunningJobs when the last quota message written names a max_running_jobs. */
+enum sched_reason sched__quota_reason(const struct cyc *c);
 bool sched__quota_guaranteed(const struct cyc *c, int tenant);
 bool sched__reclaims(const struct cyc *c, const struct sched_job *j, const struct req *q, int64_t need);
 bool sched__borrower(const struct cyc *c, int tenant, const struct req *q);

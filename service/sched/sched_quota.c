@@ -5,9 +5,10 @@
  * holds, so that backfill never starts a job that would later keep a
  * reserved job over its tenant's quota. See docs/scheduling.md, "Quotas".
  *
- * Cost: nothing at all when no tenant has a max_gpus or a per-model quota
- * (the simulator's traces, EASY): c->quota stays NULL and every hook
- * returns at once. Otherwise a limit is a (subtree, model) pair; each
+ * Cost: nothing at all when no tenant has a max_gpus, max_running_jobs or
+ * per-model quota (the simulator's traces, EASY): c->quota stays NULL and
+ * every hook returns at once. Otherwise a limit is a (subtree, model) pair
+ * (or a subtree's max_running_jobs, counted in jobs, not GPUs); each
  * tenant has the list of limits that count its GPUs, and each reservation
  * of a limited tenant the slack it leaves under each limit at its start,
  * computed once when it is made (one pass over the running runs) and
@@ -24,10 +25,11 @@
 #include <string.h>
 
 #define NOSLACK INT64_MAX /* the limit does not count the reservation's tenant */
+#define JOBS (-3)         /* qlim.model of a max_running_jobs limit: it counts jobs */
 
 struct qlim {
 	int tenant;      /* the subtree it counts */
-	int model;       /* node model id; -1 every model (the tenant's max_gpus); -2 a model no node has */
+	int model;       /* node model id; -1 every model (the tenant's max_gpus); -2 a model no node has; JOBS */
 	int64_t max;     /* -1 none */
 	int64_t guar;    /* per-model limits: guaranteed_gpus of the model */
 	int64_t used;    /* per-model limits: GPUs of the model the subtree holds (runs and this cycle's starts) */
@@ -50,6 +52,7 @@ struct qstate {
 	size_t nres, cap_res;
 	int64_t *use;    /* scratch: nlim */
 	bool *want;      /* scratch: nlim */
+	bool jobs;       /* the last message written names a max_running_jobs (sched__quota_reason) */
 };
 
 static bool under(const struct cyc *c, int a, int t)
@@ -76,10 +79,23 @@ static int node_model(const struct cyc *c, const char *m)
 	return -2;
 }
 
-/* GPUs of allocation a that limit e counts. */
+/* The limit's name in messages: "max_gpus", "max_gpus for a100", "max_running_jobs". */
+static const char *label(const struct qlim *e, char *buf, size_t len)
+{
+	if (e->model == JOBS)
+		return "max_running_jobs";
+	if (e->model == -1)
+		return "max_gpus";
+	snprintf(buf, len, "max_gpus for %s", e->name);
+	return buf;
+}
+
+/* GPUs of allocation a that limit e counts (a JOBS limit: the one job). */
 static int64_t count(const struct cyc *c, const struct qlim *e, const struct sched_alloc *a, size_t na)
 {
 	int64_t g = 0;
+	if (e->model == JOBS)
+		return na > 0;
 	for (size_t k = 0; k < na; k++)
 		if (e->model == -1 || e->model == c->model[a[k].node])
 			g += sched__pc(a[k].gpus);
@@ -93,6 +109,7 @@ void sched__quota_setup(struct cyc *c)
 	c->quota = NULL;
 	for (size_t t = 0; t < s->ntenants; t++) {
 		nlim += s->tenants[t].max_gpus >= 0;
+		nlim += s->tenants[t].max_running_jobs >= 0;
 		nlim += s->tenants[t].nmodel_quotas; /* even without limits: a guarantee of 0 says it borrows */
 	}
 	if (!nlim)
@@ -103,6 +120,8 @@ void sched__quota_setup(struct cyc *c)
 		const struct sched_tenant *x = &s->tenants[t];
 		if (x->max_gpus >= 0)
 			q->lim[q->nlim++] = (struct qlim){ (int)t, -1, x->max_gpus, 0, 0, "" };
+		if (x->max_running_jobs >= 0)
+			q->lim[q->nlim++] = (struct qlim){ (int)t, JOBS, x->max_running_jobs, 0, 0, "" };
 		for (size_t k = 0; k < x->nmodel_quotas; k++) {
 			const struct sched_model_quota *m = &x->model_quotas[k];
 			q->lim[q->nlim++] = (struct qlim){ (int)t, node_model(c, m->gpu_model), m->max_gpus,
@@ -164,7 +183,7 @@ bool sched__quota_split(const struct cyc *c, int tenant)
 	if (!q)
 		return false;
 	for (int k = q->off[tenant]; k < q->off[tenant + 1]; k++)
-		if (q->lim[q->idx[k]].model != -1 && q->lim[q->idx[k]].max >= 0)
+		if (q->lim[q->idx[k]].model != -1 && q->lim[q->idx[k]].model != JOBS && q->lim[q->idx[k]].max >= 0)
 			return true;
 	return false;
 }
@@ -182,9 +201,11 @@ static int model_cap(const struct cyc *c, int tenant, int model, int g, int cap,
 			n = 0;
 		if (n < cap) {
 			cap = (int)n;
-			if (msg)
+			if (msg) {
 				snprintf(msg, len, "tenant %s uses %lld %s GPU(s), its max_gpus for %s is %lld",
 				         tname(c, e->tenant), (long long)e->used, e->name, e->name, (long long)e->max);
+				c->quota->jobs = false;
+			}
 		}
 	}
 	return cap;
@@ -205,6 +226,7 @@ int sched__quota_admit(const struct cyc *c, const struct sched_job *j, const str
 			return nmax;
 	snprintf(msg, len, "tenant %s's max_gpus per GPU model leave no model room for %d GPU(s)", tname(c, j->tenant),
 	         rq->nmin * j->gpus_per_node);
+	c->quota->jobs = false;
 	return 0;
 }
 
@@ -222,19 +244,22 @@ int sched__quota_cap(const struct cyc *c, const struct sched_job *j, int model, 
 	for (int k = q->off[j->tenant]; k < q->off[j->tenant + 1]; k++) {
 		int li = q->idx[k];
 		const struct qlim *e = &q->lim[li];
-		if (e->max < 0 || (e->model != -1 && e->model != model))
+		bool jobs = e->model == JOBS;
+		char lb[96];
+		if (e->max < 0 || (!jobs && e->model != -1 && e->model != model))
 			continue; /* no model named: per-model limits are checked on the placement */
 		for (size_t r = 0; r < q->nres; r++) {
 			const struct qres *x = &q->res[r];
 			if (x->slack[li] == NOSLACK || x->start >= c->now + rt)
 				continue;
-			int64_t n = x->slack[li] > 0 ? x->slack[li] / g : 0;
+			int64_t n = x->slack[li] <= 0 ? 0 : jobs ? cap : x->slack[li] / g;
 			if (n < cap) {
 				cap = (int)n;
 				*held = true;
-				snprintf(msg, len, "tenant %s's max_gpus%s%s %lld is held for job %lld's reservation at t=%lld",
-				         tname(c, e->tenant), e->model == -1 ? "" : " for ", e->name, (long long)e->max,
+				snprintf(msg, len, "tenant %s's %s %lld is held for job %lld's reservation at t=%lld",
+				         tname(c, e->tenant), label(e, lb, sizeof(lb)), (long long)e->max,
 				         (long long)x->job_id, (long long)x->start);
+				c->quota->jobs = jobs;
 			}
 		}
 	}
@@ -251,14 +276,15 @@ bool sched__quota_fits(const struct cyc *c, const struct sched_job *j, const str
 	for (int k = q->off[j->tenant]; k < q->off[j->tenant + 1]; k++) {
 		int li = q->idx[k];
 		const struct qlim *e = &q->lim[li];
-		if (e->model == -1 || e->max < 0)
-			continue;
+		if (e->model == -1 || e->model == JOBS || e->max < 0)
+			continue; /* JOBS: sched__quota_cap() has checked it for every job */
 		int64_t n = count(c, e, a, na);
 		if (!n)
 			continue;
 		if (e->used + n > e->max) {
 			snprintf(msg, len, "tenant %s uses %lld %s GPU(s), its max_gpus for %s is %lld", tname(c, e->tenant),
 			         (long long)e->used, e->name, e->name, (long long)e->max);
+			c->quota->jobs = false;
 			return false;
 		}
 		for (size_t r = 0; r < q->nres; r++) {
@@ -268,6 +294,7 @@ bool sched__quota_fits(const struct cyc *c, const struct sched_job *j, const str
 				snprintf(msg, len, "tenant %s's max_gpus for %s %lld is held for job %lld's reservation at t=%lld",
 				         tname(c, e->tenant), e->name, (long long)e->max, (long long)x->job_id,
 				         (long long)x->start);
+				c->quota->jobs = false;
 				return false;
 			}
 		}
@@ -351,21 +378,24 @@ bool sched__quota_reserve_ok(struct cyc *c, const struct sched_job *j, int64_t s
 	for (int k = q->off[j->tenant]; k < q->off[j->tenant + 1]; k++) {
 		int li = q->idx[k];
 		const struct qlim *e = &q->lim[li];
+		char lb[96];
 		if (e->max < 0)
 			continue;
 		int64_t n = count(c, e, a, na);
 		if (q->use[li] + n > e->max) {
-			snprintf(msg, len, "tenant %s's max_gpus%s%s %lld would be exceeded at t=%lld (%lld in use then)",
-			         tname(c, e->tenant), e->model == -1 ? "" : " for ", e->name, (long long)e->max,
-			         (long long)start, (long long)q->use[li]);
+			snprintf(msg, len, "tenant %s's %s %lld would be exceeded at t=%lld (%lld %s then)",
+			         tname(c, e->tenant), label(e, lb, sizeof(lb)), (long long)e->max, (long long)start,
+			         (long long)q->use[li], e->model == JOBS ? "running" : "in use");
+			q->jobs = e->model == JOBS;
 			return false;
 		}
 		for (size_t r = 0; r < q->nres; r++) {
 			const struct qres *x = &q->res[r];
 			if (x->slack[li] != NOSLACK && x->start >= start && x->start < end && x->slack[li] < n) {
-				snprintf(msg, len, "tenant %s's max_gpus%s%s %lld is held for job %lld's reservation at t=%lld",
-				         tname(c, e->tenant), e->model == -1 ? "" : " for ", e->name, (long long)e->max,
+				snprintf(msg, len, "tenant %s's %s %lld is held for job %lld's reservation at t=%lld",
+				         tname(c, e->tenant), label(e, lb, sizeof(lb)), (long long)e->max,
 				         (long long)x->job_id, (long long)x->start);
+				q->jobs = e->model == JOBS;
 				return false;
 			}
 		}
@@ -373,9 +403,11 @@ bool sched__quota_reserve_ok(struct cyc *c, const struct sched_job *j, int64_t s
 	return true;
 }
 
-/* GPUs of job j's minimum on `model` (-1: not known) that limit e counts. */
+/* GPUs of job j's minimum on `model` (-1: not known) that limit e counts (JOBS: the job). */
 static int64_t count_shape(const struct qlim *e, const struct sched_job *j, int model, int nmin)
 {
+	if (e->model == JOBS)
+		return 1;
 	if (e->model != -1 && (model < 0 || e->model != model))
 		return 0;
 	return (int64_t)nmin * (j->gpus_per_node > 0 ? j->gpus_per_node : 0);
@@ -480,6 +512,11 @@ static void add_res(struct cyc *c, const struct sched_job *j, int64_t start, int
 				y->slack[k] -= x->count[k];
 	}
 	q->nres++;
+}
+
+enum sched_reason sched__quota_reason(const struct cyc *c)
+{
+	return c->quota && c->quota->jobs ? SCHED_REASON_QUOTA_MAX_JOBS : SCHED_REASON_QUOTA_MAX;
 }
 
 bool sched__quota_guaranteed(const struct cyc *c, int tenant)

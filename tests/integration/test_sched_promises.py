@@ -4,7 +4,7 @@ user's recent actual run times (a backfill only the prediction allows, none
 without it, a run that outlives its prediction is not killed and moves the
 reservation to its limit), per-GPU-model quotas (QuotaMax naming the model,
 a tenant's own row for a model deciding whether it reclaims it) and the
-quota a reservation holds against backfill.
+quota a reservation holds against backfill (max_gpus and max_running_jobs).
 
 Jobs go in over REST; the agent side is played by SQL on runs, as in
 test_sched_common.py. Each test uses its own GPU model and users."""
@@ -281,6 +281,36 @@ def test_reservation_holds_quota(c):
     c.wait_until(lambda: job(c, b)["state"] in ("STARTING", "RUNNING"), 10, "B starts after R")
     agent_end(c, wait_live_run(c, b)[0])
 
+
+
+def test_reservation_holds_running_jobs(c):
+    """max_running_jobs is held by a reservation as max_gpus is: a job of
+    the tenant that fits now but would still run at the reserved start waits
+    with QuotaMaxRunningJobs naming the reservation."""
+    setup(c)
+    c.make_tenant("rj")
+    add_nodes(c, "rj", 2, gpus=4, model="rj")
+    st, _, body = c.api("PUT", "/v1/tenants/rj/quota", {"max_running_jobs": 1})
+    check_eq(st, 200, body)
+    x = submit(c, tenant="ot", user="x", gpu_model="rj", nodes=2, gpus_per_node=2, priority_class="high",
+               time_limit=600)
+    xrun, _, _ = wait_live_run(c, x)
+    agent_running(c, xrun)
+    r = submit(c, tenant="rj", user="r", gpu_model="rj", gpus_per_node=4, priority_class="normal")
+    c.wait_until(lambda: job(c, r)["reason"] == "Reservation", 10, "R reserved: %s" % job(c, r))
+    # B fits the free GPUs R does not need and rj runs no job now, but B
+    # would still run at R's start: rj would run 2 jobs then.
+    b = submit(c, tenant="rj", user="b", gpu_model="rj", priority_class="low")
+    c.wait_until(lambda: job(c, b)["reason"] == "QuotaMaxRunningJobs", 10, "B waits: %s" % job(c, b))
+    check("reservation" in job(c, b)["message"] and str(r) in job(c, b)["message"], job(c, b))
+    cycles_pass(c)
+    check_eq(job(c, b)["state"], "PENDING")
+    check_eq(job(c, r)["reason"], "Reservation")
+    agent_end(c, xrun)
+    c.wait_until(lambda: job(c, r)["state"] in ("STARTING", "RUNNING"), 10, "R starts")
+    agent_end(c, wait_live_run(c, r)[0])
+    c.wait_until(lambda: job(c, b)["state"] in ("STARTING", "RUNNING"), 10, "B starts after R")
+    agent_end(c, wait_live_run(c, b)[0])
 
 if __name__ == "__main__":
     harness.main(api=True)
