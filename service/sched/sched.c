@@ -743,6 +743,18 @@ static double xfactor(const struct sched_snapshot *s, const struct sched_job *j)
 	return (wait + rt) / (rt > 10.0 ? rt : 10.0);
 }
 
+/*
+ * Within its class, a job its tenant's guarantee covers (one that could
+ * reclaim: sched__reclaims()) orders before the others, below the starved
+ * ones' STARVED_PRIO, as Kueue orders a workload within its nominal quota
+ * before one that borrows. Else a reclaim's victim, requeued with an older
+ * submit or a better fair share, took back the GPUs freed for the job that
+ * reclaimed them, which stopped it again the next cycle, forever.
+ */
+#define GUARANTEED_PRIO 1e17
+
+static void req_of(struct cyc *c, const struct sched_job *j, struct req *q);
+
 static void compute_order(struct cyc *c)
 {
 	const struct sched_snapshot *s = c->s;
@@ -753,6 +765,9 @@ static void compute_order(struct cyc *c)
 		compute_fairshare(c);
 		double max_age = s->settings.max_age > 0 ? (double)s->settings.max_age : 604800.0;
 		double total = c->total_gpus > 0 ? (double)c->total_gpus : 1.0;
+		bool guar = false;
+		for (size_t t = 0; t < s->ntenants && !guar; t++)
+			guar = sched__quota_guaranteed(c, (int)t);
 		for (size_t i = 0; i < nj; i++) {
 			const struct sched_job *j = &s->jobs[i];
 			double fs = j->user >= 0 ? c->fs[j->user] : 0.0;
@@ -770,6 +785,12 @@ static void compute_order(struct cyc *c)
 				c->prio[i] += s->settings.weight_xfactor * xfactor(s, j);
 			if (starved(s, j) || starved_wide(c, j))
 				c->prio[i] = STARVED_PRIO + (double)(s->now - j->submit);
+			if (guar) {
+				struct req q;
+				req_of(c, j, &q);
+				if (sched__reclaims(c, j, &q, (int64_t)q.nmin * q.g))
+					c->prio[i] += GUARANTEED_PRIO;
+			}
 		}
 	}
 	struct okey *k = sched__scratch(c, SCR_OKEY, (2 * nj + 1) * sizeof(*k), false);
