@@ -301,7 +301,7 @@ struct cyc {
 	/* the last verdict computed by admissible() */
 	enum sched_reason pv_reason;
 	char pv_msg[160];
-	struct qstate *quota;           /* sched_quota.c; NULL: no max_gpus or per-model quota anywhere */
+	struct qstate *quota;           /* sched_quota.c; NULL: no max_gpus, max_running_jobs or per-model quota anywhere */
 	struct sched__arr *arr;         /* sched_array.c: live runs per job array, built on first use */
 	/* model_id's cache: a job's gpu_model string (by pointer) -> its model */
 	const char *mcache_p[SCHED_MCACHE];
