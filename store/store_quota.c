@@ -156,8 +156,11 @@ static int quota_put_tx(PGconn *c, void *arg, struct mu_error *err)
 		const char *kv[] = { "gpu_model",         params[1], "guaranteed_gpus#", params[2],
 				     "max_gpus#",         params[3], "max_running_jobs#", params[4],
 				     "max_pending_jobs#", params[5], "max_time_limit#",  params[6] };
-		return store__admin_event(c, "quota.updated", tid, 0, "", kv, 6, err);
+		ret = store__admin_event(c, "quota.updated", tid, 0, "", kv, 6, err);
 	}
+	if (!ret) /* the scheduler plans with it at once, not at its next periodic cycle */
+		ret = store_db_exec(c, "SELECT pg_notify('muster_sched', 'quota')", 0, NULL, NULL, err);
+	return ret;
 }
 
 int store_quota_put(PGconn *c, struct mu_arena *a, const struct store_quota *q,
@@ -209,8 +212,11 @@ static int quota_delete_tx(PGconn *c, void *arg, struct mu_error *err)
 	store_db_clear(r);
 	{
 		const char *kv[] = { "gpu_model", qd->gpu_model };
-		return store__admin_event(c, "quota.deleted", tid, 0, "", kv, 1, err);
+		ret = store__admin_event(c, "quota.deleted", tid, 0, "", kv, 1, err);
 	}
+	if (!ret)
+		ret = store_db_exec(c, "SELECT pg_notify('muster_sched', 'quota')", 0, NULL, NULL, err);
+	return ret;
 }
 
 int store_quota_delete(PGconn *c, const char *tenant, const char *gpu_model, struct mu_error *err)

@@ -252,6 +252,29 @@ def test_cancel_wins_over_preemption(c):
         check_eq(runs_of(c, jid), 1, "no second run")
 
 
+def test_quota_change_wakes_the_scheduler(c):
+    """PUT and DELETE of a quota wake the scheduler (NOTIFY muster_sched), as
+    a settings change does: a job waiting on QuotaMax starts at once, not at
+    the next periodic full cycle (60 s here)."""
+    setup(c)
+    add_nodes(c, "qw", 1, gpus=2, model="qw")
+    c.make_tenant("qw")
+    check_eq(c.api("PUT", "/v1/tenants/qw/quota", {"gpu_model": "qw", "max_gpus": 0})[0], 200)
+    check_eq(c.api("PUT", "/v1/tenants/qw/quota", {"max_gpus": 0})[0], 200)
+    st, _, b = c.api("POST", "/v1/jobs", {"tenant": "qw", "nodes": 1, "gpus_per_node": 1, "gpu_model": "qw",
+                                          "command": ["true"], "time_limit": 3600})
+    check_eq(st, 201, b)
+    jid = b["id"]
+    c.wait_until(lambda: val(c, "SELECT pending_reason FROM jobs WHERE id = $1", jid) == "QuotaMax", 10,
+                 "QuotaMax")
+    check_eq(c.api("PUT", "/v1/tenants/qw/quota", {"max_gpus": 2})[0], 200)
+    wait_cycles(c, 1)  # still held by the per-model row
+    check_eq(val(c, "SELECT state FROM jobs WHERE id = $1", jid), "PENDING")
+    check_eq(c.api("DELETE", "/v1/tenants/qw/quota?gpu_model=qw")[0], 204)
+    c.wait_until(lambda: live_run(c, jid), 5, "the job starts once the quota allows it")
+    agent_end(c, live_run(c, jid)[0])
+
+
 def test_patch_pending(c):
     setup(c)
     dep, _ = submit(c, "nohw")
