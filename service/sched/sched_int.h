@@ -507,7 +507,11 @@ void sched__quota_hold(struct cyc *c, const struct sched_job *j, int64_t start, 
 enum sched_reason sched__quota_reason(const struct cyc *c);
 bool sched__quota_guaranteed(const struct cyc *c, int tenant);
 bool sched__reclaims(const struct cyc *c, const struct sched_job *j, const struct req *q, int64_t need);
-bool sched__borrower(const struct cyc *c, int tenant, const struct req *q);
+/* The job's tenant or nearest ancestor whose guarantee covers `need` more GPUs of its model, or -1. */
+int sched__reclaim_cover(const struct cyc *c, const struct sched_job *j, const struct req *q, int64_t need);
+/* A run of `tenant` borrows the GPUs (of q's model) for a job of tenant `reclaimer`: neither it
+ * nor an ancestor the reclaimer is not under has a guarantee that covers them. */
+bool sched__borrower(const struct cyc *c, int tenant, const struct req *q, int reclaimer);
 
 bool sched__choose_victims(struct cyc *c, const struct sched_job *j, const struct req *q, int64_t rt,
                            enum sched_preempt_reason *why);

@@ -876,7 +876,8 @@ bool sched__choose_victims(struct cyc *c, const struct sched_job *j, const struc
 {
 	const struct sched_snapshot *s = c->s;
 	int64_t need = (int64_t)q->nmin * q->g;
-	bool reclaim = sched__reclaims(c, j, q, need);
+	int cover = sched__reclaim_cover(c, j, q, need); /* reclaims for this subtree's guarantee */
+	bool reclaim = cover >= 0;
 	struct vcand *v = sched__xmalloc((s->nruns + 1) * sizeof(*v));
 	size_t nv = 0;
 	bool ok = false;
@@ -906,8 +907,7 @@ bool sched__choose_victims(struct cyc *c, const struct sched_job *j, const struc
 			continue;
 		bool lower = r->priority < j->priority;
 		bool borrower = reclaim && !ancestor_or_self(c, r->tenant, j->tenant) &&
-		                !ancestor_or_self(c, j->tenant, r->tenant) &&
-		                sched__borrower(c, r->tenant, q);
+		                !ancestor_or_self(c, cover, r->tenant) && sched__borrower(c, r->tenant, q, j->tenant);
 		if (!lower && !borrower)
 			continue;
 		bool useful = false;

@@ -519,7 +519,8 @@ enum sched_reason sched__quota_reason(const struct cyc *c)
 	return c->quota && c->quota->jobs ? SCHED_REASON_QUOTA_MAX_JOBS : SCHED_REASON_QUOTA_MAX;
 }
 
-bool sched__quota_guaranteed(const struct cyc *c, int tenant)
+/* The tenant's own guarantee, tenant-wide or for a GPU model, is above 0. */
+static bool own_guarantee(const struct cyc *c, int tenant)
 {
 	const struct qstate *q = c->quota;
 	if (c->s->tenants[tenant].guaranteed_gpus > 0)
@@ -529,6 +530,16 @@ bool sched__quota_guaranteed(const struct cyc *c, int tenant)
 	for (int k = q->off[tenant]; k < q->off[tenant + 1]; k++)
 		if (q->lim[q->idx[k]].tenant == tenant && q->lim[q->idx[k]].guar > 0)
 			return true;
+	return false;
+}
+
+bool sched__quota_guaranteed(const struct cyc *c, int tenant)
+{
+	for (int d = 0; tenant >= 0 && d <= (int)c->s->ntenants; d++) {
+		if (own_guarantee(c, tenant))
+			return true;
+		tenant = c->s->tenants[tenant].parent;
+	}
 	return false;
 }
 
@@ -546,22 +557,47 @@ static const struct qlim *own_model(const struct cyc *c, int tenant, int model)
 	return NULL;
 }
 
-bool sched__reclaims(const struct cyc *c, const struct sched_job *j, const struct req *rq, int64_t need)
+/*
+ * Tenant a's guarantee covers `need` more GPUs of its subtree on `model`
+ * (need 0: covers what the subtree holds). Its own row for the model
+ * decides where it has one, as for the borrower: GPUs that row says it
+ * would borrow are not its to reclaim, or two such tenants would take them
+ * from each other forever; else its tenant-wide guarantee.
+ */
+static bool covers(const struct cyc *c, int a, int model, int64_t need)
 {
-	/* Its own row for the model decides, as it does whether it borrows
-	 * (sched__borrower): GPUs that row says it would borrow are not its to
-	 * reclaim, or two such tenants would take them from each other forever. */
-	const struct qlim *e = own_model(c, j->tenant, rq->model);
+	const struct qlim *e = own_model(c, a, model);
 	if (e)
 		return e->guar > 0 && e->used + need <= e->guar;
-	const struct sched_tenant *jt = &c->s->tenants[j->tenant];
-	return jt->guaranteed_gpus > 0 && c->tgpus[j->tenant] + need <= jt->guaranteed_gpus;
+	const struct sched_tenant *t = &c->s->tenants[a];
+	return t->guaranteed_gpus > 0 && c->tgpus[a] + need <= t->guaranteed_gpus;
 }
 
-bool sched__borrower(const struct cyc *c, int tenant, const struct req *rq)
+int sched__reclaim_cover(const struct cyc *c, const struct sched_job *j, const struct req *rq, int64_t need)
 {
-	const struct qlim *e = own_model(c, tenant, rq->model);
-	if (e)
-		return e->used > e->guar;
-	return c->tgpus[tenant] > c->s->tenants[tenant].guaranteed_gpus;
+	int t = j->tenant;
+	for (int d = 0; t >= 0 && d <= (int)c->s->ntenants; d++) {
+		if (covers(c, t, rq->model, need))
+			return t;
+		t = c->s->tenants[t].parent;
+	}
+	return -1;
+}
+
+bool sched__reclaims(const struct cyc *c, const struct sched_job *j, const struct req *rq, int64_t need)
+{
+	return sched__reclaim_cover(c, j, rq, need) >= 0;
+}
+
+bool sched__borrower(const struct cyc *c, int tenant, const struct req *rq, int reclaimer)
+{
+	/* Covered by it or an ancestor the reclaiming job is not under: not borrowed. */
+	for (int d = 0; tenant >= 0 && d <= (int)c->s->ntenants; d++) {
+		if (under(c, tenant, reclaimer))
+			break;
+		if (covers(c, tenant, rq->model, 0))
+			return false;
+		tenant = c->s->tenants[tenant].parent;
+	}
+	return true;
 }

@@ -223,6 +223,28 @@ def test_model_guarantee_reclaims(c):
     agent_end(c, wait_live_run(c, o)[0])
 
 
+def test_parent_guarantee_reclaims(c):
+    """A guarantee counts the tenant's subtree: a job of a child of a
+    guaranteed parent reclaims the parent's GPUs from a borrower."""
+    setup(c)
+    c.make_tenant("sgp")
+    c.make_tenant("sgc", parent="sgp")
+    c.make_tenant("sgb")
+    add_nodes(c, "sg", 1, gpus=2, model="sg")
+    st, _, body = c.api("PUT", "/v1/tenants/sgp/quota", {"guaranteed_gpus": 2})
+    check_eq(st, 200, body)
+    o = submit(c, tenant="sgb", user="o", gpu_model="sg", gpus_per_node=2)
+    orun, _, _ = wait_live_run(c, o)
+    agent_running(c, orun)
+    g = submit(c, tenant="sgc", user="g", gpu_model="sg", gpus_per_node=2)
+    c.wait_until(lambda: val(c, "SELECT stop_reason FROM runs WHERE id = $1", orun) == "preempt", 10,
+                 "the borrower's run is stopped for the child's job")
+    check_eq(job(c, g)["reason"], "QuotaGuaranteed", job(c, g))
+    agent_end(c, orun, exit_code=143)
+    agent_end(c, wait_live_run(c, g)[0])
+    agent_end(c, wait_live_run(c, o)[0])
+
+
 def test_model_row_decides_reclaim(c):
     """Two tenants with a tenant-wide guarantee and a row of guarantee 0 for
     one model both borrow that model's GPUs: neither reclaims them from the
