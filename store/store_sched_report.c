@@ -204,27 +204,33 @@ int store_sched_explain_get(PGconn *c, struct mu_arena *a, const char *scope, in
 	store_db_clear(r);
 	r = NULL;
 	/* What blocks it: unfinished dependencies, then the runs holding GPUs
-	 * of its model that end first (their limits bound its start). */
+	 * of its model that end first (their limits bound its start). A job
+	 * outside the caller's scope is not named: its GPUs, nodes and end are
+	 * the cluster's to see (GET /v1/nodes), its id and tenant are not. */
 	ret = store_db_exec(c,
-			    "(SELECT 'dependency', d.id, 'job ' || d.id || ' is ' || d.state"
+			    "(SELECT 'dependency', CASE WHEN " IN_SCOPE_OF("dt.path", "$2") " THEN d.id END,"
+			    "   CASE WHEN " IN_SCOPE_OF("dt.path", "$2") " THEN 'job ' || d.id"
+			    "   ELSE 'a job of another tenant' END || ' is ' || d.state"
 			    "   || ' (' || (x->>'type') || ')', 0 AS ord"
 			    " FROM jobs p, jsonb_array_elements(p.dependencies) x JOIN jobs d"
-			    "   ON d.id = (x->>'job_id')::bigint"
+			    "   ON d.id = (x->>'job_id')::bigint JOIN tenants dt ON dt.id = d.tenant_id"
 			    " WHERE p.id = $1::bigint AND d.state IN ('PENDING', 'STARTING', 'RUNNING'))"
 			    " UNION ALL"
-			    " (SELECT 'job', r.job_id, 'holds ' || r.nodes * r.gpus_per_node || ' GPUs on '"
+			    " (SELECT 'job', CASE WHEN " IN_SCOPE_OF("rt.path", "$2") " THEN r.job_id END,"
+			    "   'holds ' || r.nodes * r.gpus_per_node || ' GPUs on '"
 			    "   || (SELECT string_agg(DISTINCT n.name, ',') FROM run_allocations a JOIN nodes n"
 			    "     ON n.id = a.node_id WHERE a.run_id = r.id AND a.live) || ' until at most '"
 			    "   || " TS("coalesce(r.started_at, r.created_at) + make_interval(secs => r.time_limit)")
 			    "   , 1"
-			    " FROM runs r, jobs p WHERE p.id = $1::bigint AND r.live AND (p.gpu_model = '' OR"
+			    " FROM runs r JOIN jobs rj ON rj.id = r.job_id JOIN tenants rt ON rt.id = rj.tenant_id, jobs p"
+			    " WHERE p.id = $1::bigint AND r.live AND (p.gpu_model = '' OR"
 			    "   EXISTS (SELECT 1 FROM run_allocations a JOIN nodes n ON n.id = a.node_id"
 			    "     WHERE a.run_id = r.id AND a.live AND n.gpu_model = p.gpu_model))"
 			    "   AND p.pending_reason IN ('Resources', 'Reservation', 'Priority', 'Preempting')"
 			    " ORDER BY coalesce(r.started_at, r.created_at) + make_interval(secs => r.time_limit)"
 			    " LIMIT 5)"
 			    " ORDER BY 4",
-			    1, p, &r, err);
+			    2, p, &r, err);
 	if (ret)
 		goto out;
 	cap = (size_t)store_db_nrows(r);

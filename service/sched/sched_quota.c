@@ -71,6 +71,21 @@ static const char *tname(const struct cyc *c, int t)
 	return n ? n : "?";
 }
 
+/*
+ * Reservation x as a quota message for job j names it: by its job id when
+ * whoever sees j's message sees that job too (x's tenant is j's or under
+ * it), else without it: an id of another tenant's job is not j's to read.
+ */
+static const char *resv_ref(const struct cyc *c, const struct sched_job *j, const struct qres *x, char *buf,
+                            size_t len)
+{
+	if (under(c, j->tenant, x->tenant))
+		snprintf(buf, len, "job %lld's reservation", (long long)x->job_id);
+	else
+		snprintf(buf, len, "a reservation of another tenant");
+	return buf;
+}
+
 static int node_model(const struct cyc *c, const char *m)
 {
 	for (int i = 0; i < c->nmodels; i++)
@@ -245,7 +260,7 @@ int sched__quota_cap(const struct cyc *c, const struct sched_job *j, int model, 
 		int li = q->idx[k];
 		const struct qlim *e = &q->lim[li];
 		bool jobs = e->model == JOBS;
-		char lb[96];
+		char lb[96], rb[64];
 		if (e->max < 0 || (!jobs && e->model != -1 && e->model != model))
 			continue; /* no model named: per-model limits are checked on the placement */
 		for (size_t r = 0; r < q->nres; r++) {
@@ -256,9 +271,9 @@ int sched__quota_cap(const struct cyc *c, const struct sched_job *j, int model, 
 			if (n < cap) {
 				cap = (int)n;
 				*held = true;
-				snprintf(msg, len, "tenant %s's %s %lld is held for job %lld's reservation at t=%lld",
-				         tname(c, e->tenant), label(e, lb, sizeof(lb)), (long long)e->max,
-				         (long long)x->job_id, (long long)x->start);
+				snprintf(msg, len, "tenant %s's %s %lld is held for %s at t=%lld", tname(c, e->tenant),
+				         label(e, lb, sizeof(lb)), (long long)e->max, resv_ref(c, j, x, rb, sizeof(rb)),
+				         (long long)x->start);
 				c->quota->jobs = jobs;
 			}
 		}
@@ -290,10 +305,10 @@ bool sched__quota_fits(const struct cyc *c, const struct sched_job *j, const str
 		for (size_t r = 0; r < q->nres; r++) {
 			const struct qres *x = &q->res[r];
 			if (x->slack[li] != NOSLACK && x->start < end && n > x->slack[li]) {
+				char rb[64];
 				*held = true;
-				snprintf(msg, len, "tenant %s's max_gpus for %s %lld is held for job %lld's reservation at t=%lld",
-				         tname(c, e->tenant), e->name, (long long)e->max, (long long)x->job_id,
-				         (long long)x->start);
+				snprintf(msg, len, "tenant %s's max_gpus for %s %lld is held for %s at t=%lld", tname(c, e->tenant),
+				         e->name, (long long)e->max, resv_ref(c, j, x, rb, sizeof(rb)), (long long)x->start);
 				c->quota->jobs = false;
 				return false;
 			}
@@ -378,7 +393,7 @@ bool sched__quota_reserve_ok(struct cyc *c, const struct sched_job *j, int64_t s
 	for (int k = q->off[j->tenant]; k < q->off[j->tenant + 1]; k++) {
 		int li = q->idx[k];
 		const struct qlim *e = &q->lim[li];
-		char lb[96];
+		char lb[96], rb[64];
 		if (e->max < 0)
 			continue;
 		int64_t n = count(c, e, a, na);
@@ -392,9 +407,9 @@ bool sched__quota_reserve_ok(struct cyc *c, const struct sched_job *j, int64_t s
 		for (size_t r = 0; r < q->nres; r++) {
 			const struct qres *x = &q->res[r];
 			if (x->slack[li] != NOSLACK && x->start >= start && x->start < end && x->slack[li] < n) {
-				snprintf(msg, len, "tenant %s's %s %lld is held for job %lld's reservation at t=%lld",
-				         tname(c, e->tenant), label(e, lb, sizeof(lb)), (long long)e->max,
-				         (long long)x->job_id, (long long)x->start);
+				snprintf(msg, len, "tenant %s's %s %lld is held for %s at t=%lld", tname(c, e->tenant),
+				         label(e, lb, sizeof(lb)), (long long)e->max, resv_ref(c, j, x, rb, sizeof(rb)),
+				         (long long)x->start);
 				q->jobs = e->model == JOBS;
 				return false;
 			}

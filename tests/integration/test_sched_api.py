@@ -78,6 +78,22 @@ def test_explain_and_dry_run(c):
     check(e["message"], e)
     check(any(b.get("job_id") == running for b in e["blockers"]), "the running job blocks it", e)
     check(e["planned_start"], "planned start from the running job's limit", e)
+    # Another tenant's token: its own waiting job's blockers do not name ml's jobs (their GPUs,
+    # nodes and end do), and ml's job is not there to explain.
+    c.make_tenant("ext", shares=1)
+    other = submit(c, tenant="ext", nodes=1)
+    c.wait_until(lambda: val(c, "SELECT pending_message FROM jobs WHERE id = $1", other), 5,
+                 "a pending reason for ext's job")
+    ext = c.make_token("tenant", tenant="ext")
+    st, _, e = c.api("GET", "/v1/jobs/%d/explain" % other, token=ext)
+    check_eq(st, 200, e)
+    mine = [b for b in e["blockers"] if b["kind"] == "job"]
+    check(mine and all(b["job_id"] is None and "holds" in b["message"] for b in mine),
+          "ml's runs block ext's job unnamed", e)
+    st, _, e = c.api("GET", "/v1/jobs/%d/explain" % other)
+    check(any(b.get("job_id") == running for b in e["blockers"]), "the admin sees which job", e)
+    st, _, e = c.api("GET", "/v1/jobs/%d/explain" % waiting, token=ext)
+    check_eq(st, 404, e)
 
     st, _, d = c.api("POST", "/v1/jobs/dry-run", {"tenant": "web", "nodes": 1, "gpus_per_node": 8,
                                                    "gpu_model": "a100", "command": ["x"]})
@@ -97,6 +113,10 @@ def test_explain_and_dry_run(c):
     # Done with the gang: finish both.
     sql(c, "UPDATE runs SET state = 'COMPLETED', exit_code = 0, ended_at = now() WHERE live"
            " AND job_id IN ($1, $2); NOTIFY muster_sched, 'run:0'", running, waiting)
+    c.wait_until(lambda: val(c, "SELECT count(*) FROM runs WHERE live AND job_id = $1", other) == "1", 10,
+                 "ext's job starts once ml's are done")
+    sql(c, "UPDATE runs SET state = 'COMPLETED', exit_code = 0, ended_at = now() WHERE live"
+           " AND job_id = $1; NOTIFY muster_sched, 'run:0'", other)
 
 
 def test_usage_and_fairshare(c):

@@ -924,8 +924,21 @@ static void expect(char **w, int nw)
 			fail("job %lld planned start should be %s, got %" PRId64, id, st, v->planned_start);
 		if (!v->message[0])
 			fail("job %lld has no message", id);
-		const char *msg = kv_get(w + 3, nw - 3, "message");
-		if (msg && !strstr(v->message, msg))
+		/* message= is the rest of the line, its words joined by one space */
+		char msg[512] = "";
+		int from = nw;
+		for (int k = 3; k < nw && from == nw; k++)
+			if (strncmp(w[k], "message=", 8) == 0)
+				from = k;
+		for (int k = from; k < nw; k++) {
+			const char *word = k == from ? w[k] + 8 : w[k];
+			if (strlen(msg) + strlen(word) + 2 > sizeof(msg))
+				die("message= too long");
+			if (k > from)
+				strcat(msg, " ");
+			strcat(msg, word);
+		}
+		if (msg[0] && !strstr(v->message, msg))
 			fail("job %lld message should mention \"%s\": %s", id, msg, v->message);
 	} else if (strcmp(what, "reserve") == 0) {
 		long long id = num(w[1]);
