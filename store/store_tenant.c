@@ -124,6 +124,13 @@ int store_tenant_list(PGconn *c, struct mu_arena *a, const char *scope, const ch
 	return 0;
 }
 
+/* A change of the tenant tree or shares: the scheduler plans with it at once, not at its next
+ * periodic cycle (its snapshot reads the tenants whole every refresh). */
+static int tenant_notify(PGconn *c, int ret, struct mu_error *err)
+{
+	return ret ? ret : store_db_exec(c, "SELECT pg_notify('muster_sched', 'tenant')", 0, NULL, NULL, err);
+}
+
 struct tenant_create {
 	const struct store_tenant_new *in;
 	int64_t id;
@@ -160,7 +167,7 @@ static int tenant_create_tx(PGconn *c, void *arg, struct mu_error *err)
 	{
 		const char *kv[] = { "name", in->name, "parent", params[1], "shares#", params[2],
 				     "unix_account", params[4] };
-		return store__admin_event(c, "tenant.created", tc->id, 0, "", kv, 4, err);
+		return tenant_notify(c, store__admin_event(c, "tenant.created", tc->id, 0, "", kv, 4, err), err);
 	}
 }
 
@@ -285,7 +292,7 @@ static int tenant_update_tx(PGconn *c, void *arg, struct mu_error *err)
 		kv[2 * nkv] = "unix_account";
 		kv[2 * nkv++ + 1] = params[3];
 	}
-	ret = store__admin_event(c, "tenant.updated", id, 0, "", kv, nkv, err);
+	ret = tenant_notify(c, store__admin_event(c, "tenant.updated", id, 0, "", kv, nkv, err), err);
 out:
 	store_db_clear(r);
 	mu_free(old_path);
@@ -354,7 +361,7 @@ static int tenant_delete_tx(PGconn *c, void *arg, struct mu_error *err)
 		goto out;
 	{
 		const char *kv[] = { "name", name };
-		ret = store__admin_event(c, "tenant.deleted", id, 0, "", kv, 1, err);
+		ret = tenant_notify(c, store__admin_event(c, "tenant.deleted", id, 0, "", kv, 1, err), err);
 	}
 out:
 	store_db_clear(r);

@@ -275,6 +275,26 @@ def test_quota_change_wakes_the_scheduler(c):
     agent_end(c, live_run(c, jid)[0])
 
 
+def test_tenant_change_wakes_the_scheduler(c):
+    """A tenant's PATCH wakes the scheduler as a quota change does: a job held by
+    its parent's max_gpus starts at once when the tenant moves out from under it,
+    not at the next periodic full cycle (60 s here)."""
+    setup(c)
+    add_nodes(c, "tw", 1, gpus=2, model="tw")
+    c.make_tenant("twcap")
+    check_eq(c.api("PUT", "/v1/tenants/twcap/quota", {"max_gpus": 0})[0], 200)
+    c.make_tenant("tw", parent="twcap")
+    st, _, b = c.api("POST", "/v1/jobs", {"tenant": "tw", "nodes": 1, "gpus_per_node": 1, "gpu_model": "tw",
+                                          "command": ["true"], "time_limit": 3600})
+    check_eq(st, 201, b)
+    jid = b["id"]
+    c.wait_until(lambda: val(c, "SELECT pending_reason FROM jobs WHERE id = $1", jid) == "QuotaMax", 10,
+                 "QuotaMax under its parent's limit")
+    check_eq(c.api("PATCH", "/v1/tenants/tw", {"parent": "root"})[0], 200)
+    c.wait_until(lambda: live_run(c, jid), 5, "the job starts once its tenant has moved")
+    agent_end(c, live_run(c, jid)[0])
+
+
 def test_patch_pending(c):
     setup(c)
     dep, _ = submit(c, "nohw")
