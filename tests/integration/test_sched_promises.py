@@ -59,6 +59,21 @@ def history(c, user, model, seconds, tenant="pr"):
              "{%d,%d}" % (seconds, seconds), "user_runtimes of %s" % user)
 
 
+def test_failed_launch_is_no_run_time(c):
+    """A run that ended FAILED without ever starting (its launch failed) says nothing of
+    how long its user's jobs run: user_runtimes keeps the two real run times."""
+    setup(c)
+    add_nodes(c, "fl", 1, gpus=2, model="fl")
+    history(c, "lena", "fl", 600)
+    jid = submit(c, user="lena", gpu_model="fl")
+    run, _, _ = wait_live_run(c, jid)
+    sql(c, "UPDATE runs SET state = 'FAILED', exit_code = 127, ended_at = now(), started_at = NULL"
+           " WHERE id = $1; NOTIFY muster_sched, 'run:0'", run)
+    c.wait_until(lambda: val(c, "SELECT state FROM jobs WHERE id = $1", jid) == "FAILED", 10, "the failed launch")
+    check_eq(val(c, "SELECT recent::text FROM user_runtimes WHERE user_name = 'lena'"), "{600,600}",
+             "a launch that never started is not a run time")
+
+
 def started_at(c, run):
     return int(val(c, "SELECT extract(epoch FROM coalesce(started_at, created_at))::bigint FROM runs"
                       " WHERE id = $1", run))
