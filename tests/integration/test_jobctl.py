@@ -252,6 +252,16 @@ def test_cancel_wins_over_preemption(c):
         check_eq(runs_of(c, jid), 1, "no second run")
 
 
+def quota_max_job(c, tenant):
+    """A 1-GPU job of `tenant` on its own model `tenant`, once it waits with QuotaMax."""
+    st, _, b = c.api("POST", "/v1/jobs", {"tenant": tenant, "nodes": 1, "gpus_per_node": 1, "gpu_model": tenant,
+                                          "command": ["true"], "time_limit": 3600})
+    check_eq(st, 201, b)
+    c.wait_until(lambda: val(c, "SELECT pending_reason FROM jobs WHERE id = $1", b["id"]) == "QuotaMax", 10,
+                 "QuotaMax")
+    return b["id"]
+
+
 def test_quota_change_wakes_the_scheduler(c):
     """PUT and DELETE of a quota wake the scheduler (NOTIFY muster_sched), as
     a settings change does: a job waiting on QuotaMax starts at once, not at
@@ -261,12 +271,7 @@ def test_quota_change_wakes_the_scheduler(c):
     c.make_tenant("qw")
     check_eq(c.api("PUT", "/v1/tenants/qw/quota", {"gpu_model": "qw", "max_gpus": 0})[0], 200)
     check_eq(c.api("PUT", "/v1/tenants/qw/quota", {"max_gpus": 0})[0], 200)
-    st, _, b = c.api("POST", "/v1/jobs", {"tenant": "qw", "nodes": 1, "gpus_per_node": 1, "gpu_model": "qw",
-                                          "command": ["true"], "time_limit": 3600})
-    check_eq(st, 201, b)
-    jid = b["id"]
-    c.wait_until(lambda: val(c, "SELECT pending_reason FROM jobs WHERE id = $1", jid) == "QuotaMax", 10,
-                 "QuotaMax")
+    jid = quota_max_job(c, "qw")
     check_eq(c.api("PUT", "/v1/tenants/qw/quota", {"max_gpus": 2})[0], 200)
     wait_cycles(c, 1)  # still held by the per-model row
     check_eq(val(c, "SELECT state FROM jobs WHERE id = $1", jid), "PENDING")
@@ -284,12 +289,7 @@ def test_tenant_change_wakes_the_scheduler(c):
     c.make_tenant("twcap")
     check_eq(c.api("PUT", "/v1/tenants/twcap/quota", {"max_gpus": 0})[0], 200)
     c.make_tenant("tw", parent="twcap")
-    st, _, b = c.api("POST", "/v1/jobs", {"tenant": "tw", "nodes": 1, "gpus_per_node": 1, "gpu_model": "tw",
-                                          "command": ["true"], "time_limit": 3600})
-    check_eq(st, 201, b)
-    jid = b["id"]
-    c.wait_until(lambda: val(c, "SELECT pending_reason FROM jobs WHERE id = $1", jid) == "QuotaMax", 10,
-                 "QuotaMax under its parent's limit")
+    jid = quota_max_job(c, "tw")
     check_eq(c.api("PATCH", "/v1/tenants/tw", {"parent": "root"})[0], 200)
     c.wait_until(lambda: live_run(c, jid), 5, "the job starts once its tenant has moved")
     agent_end(c, live_run(c, jid)[0])

@@ -205,6 +205,19 @@ def test_per_model_quota(c):
         agent_end(c, wait_live_run(c, jid)[0])
 
 
+def reclaimed(c, borrower, claimant, model):
+    """O of tenant `borrower` runs on both GPUs of the one `model` node; G of tenant
+    `claimant` (whose guarantee covers them) then reclaims them: O's run is stopped.
+    (O's job, O's run, G's job.)"""
+    o = submit(c, tenant=borrower, user="o", gpu_model=model, gpus_per_node=2)
+    orun, _, _ = wait_live_run(c, o)
+    agent_running(c, orun)
+    g = submit(c, tenant=claimant, user="g", gpu_model=model, gpus_per_node=2)
+    c.wait_until(lambda: val(c, "SELECT stop_reason FROM runs WHERE id = $1", orun) == "preempt", 10,
+                 "the borrower's run is stopped")
+    return o, orun, g
+
+
 def test_model_guarantee_reclaims(c):
     """A tenant below its guarantee for a model reclaims that model's GPUs
     from a borrower: the borrower's run is stopped, the job waits with
@@ -217,12 +230,7 @@ def test_model_guarantee_reclaims(c):
     add_nodes(c, "ga", 1, gpus=2, model="ga")
     st, _, body = c.api("PUT", "/v1/tenants/gr/quota", {"gpu_model": "ga", "guaranteed_gpus": 2})
     check_eq(st, 200, body)
-    o = submit(c, tenant="gb", user="o", gpu_model="ga", gpus_per_node=2)
-    orun, _, _ = wait_live_run(c, o)
-    agent_running(c, orun)
-    g = submit(c, tenant="gr", user="g", gpu_model="ga", gpus_per_node=2)
-    c.wait_until(lambda: val(c, "SELECT stop_reason FROM runs WHERE id = $1", orun) == "preempt", 10,
-                 "the borrower's run is stopped")
+    o, orun, g = reclaimed(c, "gb", "gr", "ga")
     cycles_pass(c)
     st = job(c, g)
     check_eq((st["state"], st["reason"]), ("PENDING", "QuotaGuaranteed"), st)
@@ -248,12 +256,7 @@ def test_parent_guarantee_reclaims(c):
     add_nodes(c, "sg", 1, gpus=2, model="sg")
     st, _, body = c.api("PUT", "/v1/tenants/sgp/quota", {"guaranteed_gpus": 2})
     check_eq(st, 200, body)
-    o = submit(c, tenant="sgb", user="o", gpu_model="sg", gpus_per_node=2)
-    orun, _, _ = wait_live_run(c, o)
-    agent_running(c, orun)
-    g = submit(c, tenant="sgc", user="g", gpu_model="sg", gpus_per_node=2)
-    c.wait_until(lambda: val(c, "SELECT stop_reason FROM runs WHERE id = $1", orun) == "preempt", 10,
-                 "the borrower's run is stopped for the child's job")
+    o, orun, g = reclaimed(c, "sgb", "sgc", "sg")
     check_eq(job(c, g)["reason"], "QuotaGuaranteed", job(c, g))
     agent_end(c, orun, exit_code=143)
     agent_end(c, wait_live_run(c, g)[0])
@@ -285,18 +288,24 @@ def test_model_row_decides_reclaim(c):
     agent_end(c, wait_live_run(c, b)[0])
 
 
+def held_and_reserved(c, model, nodes):
+    """X (tenant ot) holds half of each of the `nodes` 4-GPU nodes of `model` until its
+    limit; R, a whole node of tenant `model`, is then reserved. Their job ids."""
+    x = submit(c, tenant="ot", user="x", gpu_model=model, nodes=nodes, gpus_per_node=2, priority_class="high",
+               time_limit=600)
+    xrun, _, _ = wait_live_run(c, x)
+    agent_running(c, xrun)
+    r = submit(c, tenant=model, user="r", gpu_model=model, gpus_per_node=4, priority_class="normal")
+    c.wait_until(lambda: job(c, r)["reason"] == "Reservation", 10, "R reserved: %s" % job(c, r))
+    return x, r
+
+
 def test_reservation_holds_quota(c):
     setup(c)
     add_nodes(c, "rq", 3, gpus=4, model="rq")
     st, _, body = c.api("PUT", "/v1/tenants/rq/quota", {"max_gpus": 4})
     check_eq(st, 200, body)
-    # X holds half of every node until its limit.
-    x = submit(c, tenant="ot", user="x", gpu_model="rq", nodes=3, gpus_per_node=2, priority_class="high",
-               time_limit=600)
-    xrun, _, _ = wait_live_run(c, x)
-    agent_running(c, xrun)
-    r = submit(c, tenant="rq", user="r", gpu_model="rq", gpus_per_node=4, priority_class="normal")
-    c.wait_until(lambda: job(c, r)["reason"] == "Reservation", 10, "R reserved: %s" % job(c, r))
+    x, r = held_and_reserved(c, "rq", 3)
     # B fits the free, unreserved GPUs and rq's quota now (0 + 2 <= 4), but
     # would still run when R starts: rq 6 > 4 then. It waits.
     b = submit(c, tenant="rq", user="b", gpu_model="rq", gpus_per_node=2, priority_class="low")
@@ -329,12 +338,7 @@ def test_reservation_holds_running_jobs(c):
     add_nodes(c, "rj", 2, gpus=4, model="rj")
     st, _, body = c.api("PUT", "/v1/tenants/rj/quota", {"max_running_jobs": 1})
     check_eq(st, 200, body)
-    x = submit(c, tenant="ot", user="x", gpu_model="rj", nodes=2, gpus_per_node=2, priority_class="high",
-               time_limit=600)
-    xrun, _, _ = wait_live_run(c, x)
-    agent_running(c, xrun)
-    r = submit(c, tenant="rj", user="r", gpu_model="rj", gpus_per_node=4, priority_class="normal")
-    c.wait_until(lambda: job(c, r)["reason"] == "Reservation", 10, "R reserved: %s" % job(c, r))
+    x, r = held_and_reserved(c, "rj", 2)
     # B fits the free GPUs R does not need and rj runs no job now, but B
     # would still run at R's start: rj would run 2 jobs then.
     b = submit(c, tenant="rj", user="b", gpu_model="rj", priority_class="low")
@@ -343,7 +347,7 @@ def test_reservation_holds_running_jobs(c):
     cycles_pass(c)
     check_eq(job(c, b)["state"], "PENDING")
     check_eq(job(c, r)["reason"], "Reservation")
-    agent_end(c, xrun)
+    agent_end(c, wait_live_run(c, x)[0])
     c.wait_until(lambda: job(c, r)["state"] in ("STARTING", "RUNNING"), 10, "R starts")
     agent_end(c, wait_live_run(c, r)[0])
     c.wait_until(lambda: job(c, b)["state"] in ("STARTING", "RUNNING"), 10, "B starts after R")
