@@ -42,7 +42,7 @@ static double now_s(void)
 
 int main(int argc, char **argv)
 {
-	long nnodes = 10000, nrunning = 50000, npending = 100000, depth = 1, repeat = 3, seed = 1, mf = 1;
+	long nnodes = 10000, nrunning = 50000, npending = 100000, depth = 1, repeat = 3, seed = 1, mf = 1, guar = 0;
 	for (int i = 1; i + 1 < argc; i += 2) {
 		long v = strtol(argv[i + 1], NULL, 10);
 		if (strcmp(argv[i], "--nodes") == 0)
@@ -59,8 +59,12 @@ int main(int argc, char **argv)
 			seed = v;
 		else if (strcmp(argv[i], "--multifactor") == 0)
 			mf = v;
+		else if (strcmp(argv[i], "--guarantee") == 0) /* guaranteed_gpus of each leaf tenant */
+			guar = v;
 		else {
-			fprintf(stderr, "usage: %s [--nodes N] [--running N] [--pending N] [--depth D] [--repeat R] [--seed S]\n",
+			fprintf(stderr,
+			        "usage: %s [--nodes N] [--running N] [--pending N] [--depth D] [--repeat R] [--seed S]"
+			        " [--multifactor 0|1] [--guarantee GPUS]\n",
 			        argv[0]);
 			return 2;
 		}
@@ -91,7 +95,8 @@ int main(int argc, char **argv)
 	struct sched_tenant *tenants = calloc((size_t)ntenants, sizeof(*tenants));
 	tenants[0] = (struct sched_tenant){ "root", -1, 1, 0, 0, -1, -1, 0, NULL };
 	for (int t = 1; t < ntenants; t++)
-		tenants[t] = (struct sched_tenant){ "t", t <= 4 ? 0 : 1 + (t % 4), 1 + t % 3, 0, 0, -1, -1, 0, NULL };
+		tenants[t] = (struct sched_tenant){ "t", t <= 4 ? 0 : 1 + (t % 4), 1 + t % 3, 0, t <= 4 ? 0 : (int)guar, -1, -1,
+		                                    0, NULL };
 	struct sched_user *users = calloc((size_t)nusers, sizeof(*users));
 	for (int u = 0; u < nusers; u++)
 		users[u] = (struct sched_user){ "u", 5 + u % 16, 1, (double)pick(1000000), 2, { 1000 + pick(5000), 2000 } };
