@@ -202,7 +202,9 @@ def test_other_users_job_is_out_of_reach(c):
     bj = submit(c, s["tok_b"], ["/bin/sh", "-c", "echo $$; exec sleep 300"], env={"SECRET": secret})
     brun = c.wait_until(lambda: run_of(c, bj), 20, "bob's run")
     bpid = int(wait_out(c, brun, "bob's pid").split()[0])
-    check(secret in open("/proc/%d/environ" % bpid).read(), "bob's process has the secret (root sees it)")
+    # sh prints its pid and then execs sleep: read mid-exec, /proc/<pid>/environ can be empty
+    c.wait_until(lambda: secret in open("/proc/%d/environ" % bpid).read(), 5,
+                 "bob's process has the secret (root sees it)")
     check_eq(os.stat("/proc/%d" % bpid).st_uid, s["bob"].pw_uid, "bob's process runs as bob")
     aj = submit(c, s["tok_a"], [PY, "-c", PROBE], env={
         "TARGET_PID": str(bpid), "TARGET_LOG": os.path.join(run_dir(brun), "proc0.out"),
