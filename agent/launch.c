@@ -972,8 +972,12 @@ bool ag_run_poll(struct ag_run *r)
 	if (r->state == AG_RUN_LIVE && r->signal > 0 && !r->signal_sent && r->signal_at > 0 &&
 	    now >= r->signal_at)
 		send_job_signal(r);
-	if (r->state == AG_RUN_LIVE && r->deadline > 0 && now >= r->deadline)
+	if (r->state == AG_RUN_LIVE && r->deadline > 0 && now >= r->deadline) {
+		/* the scheduler stops it at its limit too; whichever comes first, it ends TIMEOUT */
+		if (!r->end_reason[0])
+			snprintf(r->end_reason, sizeof(r->end_reason), "timeout");
 		ag_run_stop(r, 10, "time limit reached");
+	}
 	if (r->state == AG_RUN_STOPPING && now >= r->kill_at) {
 		if (r->pgid > 0)
 			kill(-r->pgid, SIGKILL);

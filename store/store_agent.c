@@ -254,7 +254,8 @@ static int run_status_tx(PGconn *db, void *arg, struct mu_error *err)
 	} else if (failed) {
 		/* one part failed: the run failed; the other parts leave their desired state */
 		ret = store_db_exec(db,
-				    "UPDATE runs SET ended_at = now(), state = 'FAILED', exit_code = $4::int,"
+				    "UPDATE runs SET ended_at = now(),"
+				    " state = CASE WHEN $8::text = 'timeout' THEN 'TIMEOUT' ELSE 'FAILED' END, exit_code = $4::int,"
 				    " exit_signal = nullif($5::int, 0), started_at = coalesce(started_at, now()),"
 				    " end_reason = $8::text"
 				    " WHERE id = $1::bigint AND $2::bigint > 0 AND $3::text <> '' AND $6::text = $6::text"

@@ -428,7 +428,7 @@ int store_sched_finish_runs(PGconn *c, int half_life, int *n, struct mu_error *e
 		"     WHEN r.stop_reason = 'preempt' THEN 'PREEMPTED'"
 		"     WHEN r.stop_reason = 'node_fail' THEN 'NODE_FAIL'"
 		"     WHEN r.stop_reason = 'requeue' THEN 'REQUEUED'" /* POST /v1/jobs/{id}/requeue */
-		"     WHEN r.state IN ('COMPLETED', 'FAILED') THEN r.state"
+		"     WHEN r.state IN ('COMPLETED', 'FAILED', 'TIMEOUT') THEN r.state" /* TIMEOUT: the agent's own limit */
 		"     WHEN coalesce(r.exit_code, 0) = 0 AND r.exit_signal IS NULL THEN 'COMPLETED'"
 		"     ELSE 'FAILED' END"
 		"   WHERE r.live AND r.ended_at IS NOT NULL"

@@ -429,10 +429,11 @@ def test_signal_before_time_limit(c):
     check(st in ("gone", "Z"), "the whole run got it: the child ended", st)
     jobs["sigl"] = S["sigl"]
     for t in jobs:
-        # ends at its limit: TIMEOUT, or FAILED when the agent's own backstop
-        # (the same limit, from its start) TERMs it before the scheduler does
+        # ends at its limit TIMEOUT, also when the agent's own backstop (the
+        # same limit, from its start) TERMs it before the scheduler does
         c.wait_until(lambda: c.sql_value("SELECT state FROM jobs WHERE id = $1", jobs[t])
                      in ("TIMEOUT", "FAILED"), 30, "%s ends at its time limit" % t)
+        check_eq(c.sql_value("SELECT state FROM jobs WHERE id = $1", jobs[t]), "TIMEOUT", t)
 
 
 def test_zz_cleanup(c):
