@@ -217,9 +217,11 @@ struct sched_delta {
 	 * decided and reports it among the next call's added runs, in the order
 	 * of decisions.starts, with the same job id and allocation. The core
 	 * then keeps the cycle's starts in its view instead of undoing them (a
-	 * wide gang's nodes are not visited again when its run is added); a
-	 * start the next call does not report so is read back from that
-	 * call's snapshot.
+	 * wide gang's nodes are not visited again when its run is added). A
+	 * start the next call does not report ran and ended between the two
+	 * calls (or never ran): its GPUs are free again, and the view gives
+	 * them back without reading its nodes; an added run that matches no
+	 * start is read back from the snapshot.
 	 */
 	bool by_runs;
 };

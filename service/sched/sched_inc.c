@@ -102,6 +102,7 @@ void sched__inc_free(struct inc *in)
 	free(in->vr_bits);
 	free(in->vr_alloc);
 	free(in->kept);
+	free(in->miss);
 	free(in->fab);
 	free(in);
 }
@@ -830,6 +831,33 @@ static void release(struct inc *in, const struct sched_snapshot *s, const struct
 }
 
 /*
+ * A kept start a[0..na) that the next call did not report (by_runs: it
+ * ran and ended between the calls): its GPUs are free again, as before
+ * the cycle took them. It never reached the owner counts (run_add() adds
+ * them), so only the free masks move back; a bad node is read back.
+ */
+static void unkeep(struct inc *in, const struct sched_snapshot *s, const struct sched_alloc *a, size_t na)
+{
+	for (size_t i = 0; i < na; i++) {
+		int n = a[i].node;
+		if (!a[i].gpus)
+			continue;
+		if (in->bad[n]) {
+			reread(in, s, &a[i], 1);
+			continue;
+		}
+		uint64_t fm = in->freemask[n] | (a[i].gpus & in->avail[n]);
+		if (fm == in->freemask[n])
+			continue;
+		bool odd = node_odd(in, n);
+		if (in->up[n])
+			sched__inc_move(in, n, sched__pc_low(in->freemask[n]), sched__pc_low(fm));
+		in->freemask[n] = fm;
+		in->nodd += (size_t)node_odd(in, n) - (size_t)odd;
+	}
+}
+
+/*
  * 0 applied; 1 rebuild from the snapshot; 2 the view cannot describe it;
  * SCHED_EINVAL a delta that does not check (then the view is to be freed).
  */
@@ -899,18 +927,35 @@ static int apply(struct cyc *c, struct inc *in)
 			release(in, s, in->slot[sl].alloc, in->slot[sl].nalloc);
 		run_del(in, d->removed[i], !d->by_runs);
 	}
-	size_t k = 0;
+	/*
+	 * The added runs come in the order of the starts, a start missing
+	 * where it ran and ended between the calls (by_runs): each added run
+	 * is matched with the next kept start of its job. The missing starts'
+	 * GPUs are given back first; then the added runs no start matches are
+	 * read back, so a node both touched ends as the snapshot says.
+	 */
+	in->miss = sched__grow(in->miss, &in->cap_miss, d->nadded + 1, sizeof(*in->miss));
+	size_t *miss = in->miss;
+	size_t nmiss = 0, k = 0;
+	for (size_t i = 0; i < in->nkept; i++)
+		in->kept[i].found = false;
 	for (size_t i = 0; i < d->nadded; i++) {
 		const struct sched_run *r = &s->runs[d->added[i]];
-		if (k < in->nkept && r->job_id == in->kept[k].job_id && r->nalloc == in->kept[k].nalloc &&
-		    same_alloc(r->alloc, in->kept[k].alloc, r->nalloc)) {
-			k++;
+		size_t f = k;
+		while (f < in->nkept && in->kept[f].job_id != r->job_id)
+			f++;
+		if (f < in->nkept && r->nalloc == in->kept[f].nalloc && same_alloc(r->alloc, in->kept[f].alloc, r->nalloc)) {
+			in->kept[f].found = true;
+			k = f + 1;
 		} else if (d->by_runs) {
-			reread(in, s, r->alloc, r->nalloc);
+			miss[nmiss++] = d->added[i];
 		}
 	}
-	for (; k < in->nkept; k++)
-		reread(in, s, in->kept[k].alloc, in->kept[k].nalloc);
+	for (size_t i = 0; i < in->nkept; i++)
+		if (!in->kept[i].found)
+			unkeep(in, s, in->kept[i].alloc, in->kept[i].nalloc);
+	for (size_t i = 0; i < nmiss; i++)
+		reread(in, s, s->runs[miss[i]].alloc, s->runs[miss[i]].nalloc);
 	in->nkept = 0;
 	sched__inc_flush(in);
 	for (size_t i = 0; i < d->nadded; i++)
@@ -1033,7 +1078,7 @@ void sched__inc_end(struct cyc *c)
 		const struct sched_decisions *d = c->d;
 		in->kept = sched__grow(in->kept, &in->cap_kept, d->nstarts + 1, sizeof(*in->kept));
 		for (size_t i = 0; i < d->nstarts; i++)
-			in->kept[in->nkept++] = (struct kept){ d->starts[i].job_id, d->starts[i].nalloc, d->starts[i].alloc };
+			in->kept[in->nkept++] = (struct kept){ d->starts[i].job_id, d->starts[i].nalloc, d->starts[i].alloc, false };
 	}
 	for (size_t i = 0; i < c->nresv; i++)
 		in->rhead[c->resv[i].node] = -1;

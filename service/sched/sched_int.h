@@ -238,8 +238,10 @@ struct inc {
 		int64_t job_id;
 		size_t nalloc;
 		const struct sched_alloc *alloc;
+		bool found;             /* among the next call's added runs (apply()) */
 	} *kept;
 	size_t nkept, cap_kept;
+	size_t *miss, cap_miss;         /* apply(): added runs no kept start matches */
 	bool *fab;
 };
 
