@@ -836,12 +836,42 @@ static void release(struct inc *in, const struct sched_snapshot *s, const struct
  * the cycle took them. It never reached the owner counts (run_add() adds
  * them), so only the free masks move back; a bad node is read back.
  */
+static bool unkeep_run(struct inc *in, int n0, size_t len, uint64_t m)
+{
+	const bool *restrict bad = &in->bad[n0], *restrict up = &in->up[n0];
+	const uint64_t *restrict avail = &in->avail[n0];
+	const int *restrict model = &in->model[n0], *restrict no = &in->nown[n0];
+	uint64_t *restrict free = &in->freemask[n0];
+	int row = model[0];
+	uint64_t av = avail[0], f0 = free[0], any = 0;
+	unsigned ok = 1;
+	for (size_t k = 0; k < len; k++) {
+		any |= (free[k] ^ f0) | (avail[k] ^ av);
+		ok &= (unsigned)(!bad[k] & up[k]) & (unsigned)(no[k] == 0) & (unsigned)(model[k] == row);
+	}
+	if (!ok || any)
+		return false;
+	uint64_t fm = f0 | (m & av);
+	sched__inc_move_range(in, n0, (int)len, row, sched__pc_low(f0), sched__pc_low(fm));
+	for (size_t k = 0; k < len; k++)
+		free[k] = fm;
+	return true;
+}
+
 static void unkeep(struct inc *in, const struct sched_snapshot *s, const struct sched_alloc *a, size_t na)
 {
-	for (size_t i = 0; i < na; i++) {
+	for (size_t i = 0, e = 0; i < na; i++) {
 		int n = a[i].node;
 		if (!a[i].gpus)
 			continue;
+		if (i >= e) { /* the start of a run of parts: no owner on its nodes, so the odd count stays */
+			size_t len = sched__part_run(a, i, na);
+			e = i + len;
+			if (len >= 4 && unkeep_run(in, n, len, a[i].gpus)) {
+				i = e - 1;
+				continue;
+			}
+		}
 		if (in->bad[n]) {
 			reread(in, s, &a[i], 1);
 			continue;
