@@ -974,16 +974,22 @@ static int apply(struct cyc *c, struct inc *in)
 		size_t f = k;
 		while (f < in->nkept && in->kept[f].job_id != r->job_id)
 			f++;
-		if (f < in->nkept && r->nalloc == in->kept[f].nalloc && same_alloc(r->alloc, in->kept[f].alloc, r->nalloc)) {
+		if (f < in->nkept && r->nalloc == in->kept[f].nalloc &&
+		    same_alloc(r->alloc, in->kept[f].alloc, r->nalloc)) {
 			in->kept[f].found = true;
 			k = f + 1;
 		} else if (d->by_runs) {
 			miss[nmiss++] = d->added[i];
 		}
 	}
-	for (size_t i = 0; i < in->nkept; i++)
-		if (!in->kept[i].found)
+	for (size_t i = 0; i < in->nkept; i++) {
+		if (in->kept[i].found)
+			continue;
+		if (d->by_runs) /* else a change of its nodes is listed: what the snapshot says holds */
 			unkeep(in, s, in->kept[i].alloc, in->kept[i].nalloc);
+		else
+			reread(in, s, in->kept[i].alloc, in->kept[i].nalloc);
+	}
 	for (size_t i = 0; i < nmiss; i++)
 		reread(in, s, s->runs[miss[i]].alloc, s->runs[miss[i]].nalloc);
 	in->nkept = 0;
@@ -1108,7 +1114,8 @@ void sched__inc_end(struct cyc *c)
 		const struct sched_decisions *d = c->d;
 		in->kept = sched__grow(in->kept, &in->cap_kept, d->nstarts + 1, sizeof(*in->kept));
 		for (size_t i = 0; i < d->nstarts; i++)
-			in->kept[in->nkept++] = (struct kept){ d->starts[i].job_id, d->starts[i].nalloc, d->starts[i].alloc, false };
+			in->kept[in->nkept++] =
+				(struct kept){ d->starts[i].job_id, d->starts[i].nalloc, d->starts[i].alloc, false };
 	}
 	for (size_t i = 0; i < c->nresv; i++)
 		in->rhead[c->resv[i].node] = -1;
