@@ -794,47 +794,10 @@ bool sched__inc_take_run(struct inc *in, int n0, size_t len, uint64_t m)
 }
 
 /*
- * A removed run's GPUs a[0..na) are free again (delta->by_runs): the view
- * describes the previous snapshot, so the node's free GPUs are its own plus
- * these, without a read of the node; a node that is not bad stays so (its
- * used GPUs only shrink), a bad one is read back. Its parts leave the
- * nodes' owner counts in the same pass (run_del() then skips them).
- */
-static void release(struct inc *in, const struct sched_snapshot *s, const struct sched_alloc *a, size_t na)
-{
-	for (size_t i = 0, e = 0; i < na; i++) {
-		int n = a[i].node;
-		if (!a[i].gpus)
-			continue;
-		if (i >= e) { /* the start of a run of parts */
-			size_t len = sched__part_run(a, i, na);
-			e = i + len;
-			if (len >= 4 && release_run(in, n, len, a[i].gpus)) {
-				i = e - 1;
-				continue;
-			}
-		}
-		if (in->bad[n]) {
-			reread(in, s, &a[i], 1);
-		} else {
-			uint64_t fm = in->freemask[n] | (a[i].gpus & in->avail[n]);
-			if (fm != in->freemask[n]) {
-				bool odd = node_odd(in, n);
-				if (in->up[n])
-					sched__inc_move(in, n, sched__pc_low(in->freemask[n]), sched__pc_low(fm));
-				in->freemask[n] = fm;
-				in->nodd += (size_t)node_odd(in, n) - (size_t)odd;
-			}
-		}
-		own(in, n, -1);
-	}
-}
-
-/*
- * A kept start a[0..na) that the next call did not report (by_runs: it
- * ran and ended between the calls): its GPUs are free again, as before
- * the cycle took them. It never reached the owner counts (run_add() adds
- * them), so only the free masks move back; a bad node is read back.
+ * release_run() for a kept start's run of parts (no owner counted on its
+ * nodes, so neither the odd nor the shared count moves): when its nodes
+ * are alike (UP, not bad, no owner, one model row, one free and one usable
+ * mask), their free masks get m back in two tight passes. false: node by node.
  */
 static bool unkeep_run(struct inc *in, int n0, size_t len, uint64_t m)
 {
@@ -858,32 +821,46 @@ static bool unkeep_run(struct inc *in, int n0, size_t len, uint64_t m)
 	return true;
 }
 
-static void unkeep(struct inc *in, const struct sched_snapshot *s, const struct sched_alloc *a, size_t na)
+/*
+ * A removed run's GPUs a[0..na) are free again (delta->by_runs): the view
+ * describes the previous snapshot, so the node's free GPUs are its own plus
+ * these, without a read of the node; a node that is not bad stays so (its
+ * used GPUs only shrink), a bad one is read back. With owned, its parts
+ * leave the nodes' owner counts in the same pass (run_del() then skips
+ * them); without, it is a kept start the next call did not report (it ran
+ * and ended between the calls), which never reached the owner counts
+ * (run_add() adds them): only the free masks move back.
+ */
+static void release(struct inc *in, const struct sched_snapshot *s, const struct sched_alloc *a, size_t na,
+                    bool owned)
 {
 	for (size_t i = 0, e = 0; i < na; i++) {
 		int n = a[i].node;
 		if (!a[i].gpus)
 			continue;
-		if (i >= e) { /* the start of a run of parts: no owner on its nodes, so the odd count stays */
+		if (i >= e) { /* the start of a run of parts */
 			size_t len = sched__part_run(a, i, na);
 			e = i + len;
-			if (len >= 4 && unkeep_run(in, n, len, a[i].gpus)) {
+			uint64_t m = a[i].gpus;
+			if (len >= 4 && (owned ? release_run(in, n, len, m) : unkeep_run(in, n, len, m))) {
 				i = e - 1;
 				continue;
 			}
 		}
 		if (in->bad[n]) {
 			reread(in, s, &a[i], 1);
-			continue;
+		} else {
+			uint64_t fm = in->freemask[n] | (a[i].gpus & in->avail[n]);
+			if (fm != in->freemask[n]) {
+				bool odd = node_odd(in, n);
+				if (in->up[n])
+					sched__inc_move(in, n, sched__pc_low(in->freemask[n]), sched__pc_low(fm));
+				in->freemask[n] = fm;
+				in->nodd += (size_t)node_odd(in, n) - (size_t)odd;
+			}
 		}
-		uint64_t fm = in->freemask[n] | (a[i].gpus & in->avail[n]);
-		if (fm == in->freemask[n])
-			continue;
-		bool odd = node_odd(in, n);
-		if (in->up[n])
-			sched__inc_move(in, n, sched__pc_low(in->freemask[n]), sched__pc_low(fm));
-		in->freemask[n] = fm;
-		in->nodd += (size_t)node_odd(in, n) - (size_t)odd;
+		if (owned)
+			own(in, n, -1);
 	}
 }
 
@@ -954,7 +931,7 @@ static int apply(struct cyc *c, struct inc *in)
 		if (sl < 0)
 			return 1;
 		if (d->by_runs)
-			release(in, s, in->slot[sl].alloc, in->slot[sl].nalloc);
+			release(in, s, in->slot[sl].alloc, in->slot[sl].nalloc, true);
 		run_del(in, d->removed[i], !d->by_runs);
 	}
 	/*
@@ -986,7 +963,7 @@ static int apply(struct cyc *c, struct inc *in)
 		if (in->kept[i].found)
 			continue;
 		if (d->by_runs) /* else a change of its nodes is listed: what the snapshot says holds */
-			unkeep(in, s, in->kept[i].alloc, in->kept[i].nalloc);
+			release(in, s, in->kept[i].alloc, in->kept[i].nalloc, false);
 		else
 			reread(in, s, in->kept[i].alloc, in->kept[i].nalloc);
 	}
