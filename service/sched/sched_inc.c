@@ -943,9 +943,7 @@ static int apply(struct cyc *c, struct inc *in)
 	 */
 	in->miss = sched__grow(in->miss, &in->cap_miss, d->nadded + 1, sizeof(*in->miss));
 	size_t *miss = in->miss;
-	size_t nmiss = 0, k = 0;
-	for (size_t i = 0; i < in->nkept; i++)
-		in->kept[i].found = false;
+	size_t nmiss = 0, k = 0; /* the kept starts come with found false (sched__inc_end()) */
 	for (size_t i = 0; i < d->nadded; i++) {
 		const struct sched_run *r = &s->runs[d->added[i]];
 		size_t f = k;
