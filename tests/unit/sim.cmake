@@ -38,7 +38,8 @@ add_test(NAME unit.sim.flat_vs_topology
 set_tests_properties(unit.sim.flat_vs_topology PROPERTIES TIMEOUT 300)
 add_test(NAME unit.sim.easy_ref_same
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/sim/test_easy_ref.py
-                 $<TARGET_FILE:muster-sim> ${CMAKE_SOURCE_DIR} ${MUSTER_SHARED_DIR})
+                 $<TARGET_FILE:muster-sim> ${CMAKE_SOURCE_DIR} ${MUSTER_SHARED_DIR}
+                 --floor $<TARGET_FILE:easy_floor>)
 set_tests_properties(unit.sim.easy_ref_same PROPERTIES TIMEOUT 120)
 add_test(NAME unit.sim.xfactor_order
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/sim/test_xfactor.py $<TARGET_FILE:muster-sim>)

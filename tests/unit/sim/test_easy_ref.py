@@ -4,12 +4,21 @@ as the plain-Python EASY reference bench/sched/easy_ref.py (first fit on node
 counts) on small generated wide-gang traces (bench/sched/gen_wide_trace.py: a
 quarter of the jobs 1,024 nodes or, on small pools, a third of the pool up to
 the whole pool) on 1-GPU and 8-GPU nodes, and on KTH-SP2 when the shared
-directory has it. The long version with timings is bench/sched/run_wide.sh.
-usage: test_easy_ref.py MUSTER_SIM REPO_ROOT [SHARED_DIR]"""
+directory has it. With --floor, bench/sched/easy_floor (the same reference in
+C, which run_wide.sh times as the floor of any EASY replay) must write the
+reference's output byte for byte on the same traces. The long version with
+timings is bench/sched/run_wide.sh.
+usage: test_easy_ref.py MUSTER_SIM REPO_ROOT [SHARED_DIR] [--floor EASY_FLOOR]"""
 import os, subprocess, sys, tempfile
 
-SIM, ROOT = sys.argv[1], sys.argv[2]
-SHARED = sys.argv[3] if len(sys.argv) > 3 else None
+args = sys.argv[1:]
+FLOOR = None
+if '--floor' in args:
+    k = args.index('--floor')
+    FLOOR = args[k + 1]
+    del args[k:k + 2]
+SIM, ROOT = args[0], args[1]
+SHARED = args[2] if len(args) > 2 else None
 H = os.path.join(ROOT, 'bench', 'sched')
 cases = [(1500, 3000, 1, 1), (1500, 600, 8, 2), (800, 20000, 1, 3)]
 failures = 0
@@ -36,5 +45,13 @@ with tempfile.TemporaryDirectory() as d:
         print(f'{name}: {r.stdout.strip()}')
         if r.returncode:
             failures += 1
+        if FLOOR:
+            fl = os.path.join(d, 'floor.txt')
+            subprocess.run([FLOOR, t, str(nodes), str(gpn), '--out', fl], check=True, capture_output=True)
+            with open(fl, 'rb') as a, open(ref, 'rb') as b:
+                same = a.read() == b.read()
+            print(f'{name}: easy_floor {"writes the reference output" if same else "DIFFERS from the reference"}')
+            if not same:
+                failures += 1
 print('ok' if not failures else f'{failures} failure(s)')
 sys.exit(1 if failures else 0)
