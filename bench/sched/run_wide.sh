@@ -1,7 +1,10 @@
 #!/bin/sh
 # Wide-gang replay speed: muster-sim --policy easy against the plain-Python EASY
 # reference (bench/sched/easy_ref.py) on the same traces, whole processes timed
-# (parsing included), and the two schedules compared job by job.
+# (parsing included), and the two schedules compared job by job. The same
+# reference in C (bench/sched/easy_floor, counts of free nodes only, no node
+# identities) is timed too: the floor of any EASY replay of the trace, so
+# "floor" says how far the Python's ratio can go at all.
 # usage: bench/sched/run_wide.sh BUILD_DIR [JOBS] [SHARED_DIR]   (JOBS default 5000; a
 # quoted list such as "5000 50000" replays each size in turn, so Python's start-up of ~0.1 s
 # stops dominating its side)
@@ -13,6 +16,7 @@ B=${1:-build}
 J=${2:-5000}
 SHARED=${3:-$(dirname "$0")/../../../shared}
 SIM=$B/service/sim/muster-sim
+FLOOR=$B/bench/easy_floor
 H=$(dirname "$0")
 D=$(mktemp -d "${TMPDIR:-/tmp}/muster-wide.XXXXXX")
 trap 'rm -rf "$D"' EXIT
@@ -25,8 +29,12 @@ one() { # one NAME TRACE NODES GPN SIM_ARGS...
   name=$1 trace=$2 nodes=$3 gpn=$4; shift 4
   tp=$(secs "$D/ref.log" python3 "$H/easy_ref.py" "$trace" "$nodes" "$gpn" --out "$D/ref.txt")
   ts=$(secs "$D/sim.log" "$SIM" --swf "$trace" --policy easy "$@" --schedule-out "$D/sim.swf")
+  tf=$(secs "$D/floor.log" "$FLOOR" "$trace" "$nodes" "$gpn" --out "$D/floor.txt")
   same=$(python3 "$H/same_starts.py" "$D/sim.swf" "$D/ref.txt" | head -1)
-  echo "$name: python $tp s, muster-sim $ts s, ratio $(echo "$tp $ts" | awk '{printf "%.1f", $1 / $2}')x; $same"
+  cmp -s "$D/floor.txt" "$D/ref.txt" && fsame="floor same" || fsame="floor DIFFERS"
+  echo "$name: python $tp s, muster-sim $ts s, ratio $(echo "$tp $ts" | awk '{printf "%.1f", $1 / $2}')x;" \
+       "floor $tf s (python / floor $(echo "$tp $tf" | awk '{printf "%.1f", $1 / $2}')x," \
+       "muster-sim / floor $(echo "$ts $tf" | awk '{printf "%.1f", $1 / $2}')x); $same; $fsame"
 }
 for j in $J; do
   python3 "$H/gen_wide_trace.py" "$j" 80000 1 > "$D/w80k.swf"
