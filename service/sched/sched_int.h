@@ -401,7 +401,20 @@ bool sched__vres_take(struct cyc *c, const struct sched_alloc *a, size_t na, int
 size_t sched__place(struct cyc *c, const struct req *q, const uint64_t *base, int64_t t0, int64_t t1,
                     enum place_mode mode, struct sched_alloc *out);
 int64_t sched__earliest(struct cyc *c, const struct req *q, int64_t rt, struct sched_alloc *out, size_t *na);
-int sched__max_in_unit(struct cyc *c, const struct req *q, bool healthy_only);
+int sched__max_in_unit_slow(struct cyc *c, const struct req *q, bool healthy_only);
+/*
+ * The most nodes one unit of q->required (or the cluster) holds for q's
+ * shape. Every pending job asks at every pass, mostly for the shapes just
+ * seen: those are answered here from the memo, without a call.
+ */
+static inline int sched__max_in_unit(struct cyc *c, const struct req *q, bool healthy_only)
+{
+	const struct ctab *t = c->ucache;
+	const struct umemo *m = &t->memo[healthy_only][(unsigned)(q->model * 7 + q->g * 3 + q->required) & 15];
+	if (t->gen && m->gen == t->gen && m->model == q->model && m->g == q->g && m->req == q->required)
+		return m->value;
+	return sched__max_in_unit_slow(c, q, healthy_only);
+}
 bool sched__cache_failed(struct cyc *c, const struct req *q, int64_t rt);
 void sched__cache_fail(struct cyc *c, const struct req *q, int64_t rt);
 /* sched_inc.c */

@@ -159,7 +159,8 @@ static bool model_ok(const struct cyc *c, const struct req *q, int n)
 }
 
 /* The most nodes able to hold q->g GPUs inside one unit of the required level. */
-int sched__max_in_unit(struct cyc *c, const struct req *q, bool healthy_only)
+/* sched__max_in_unit() past its memo: the shape's cache entry, or a count over the nodes. */
+int sched__max_in_unit_slow(struct cyc *c, const struct req *q, bool healthy_only)
 {
 	struct req key = *q;
 	key.nmin = key.nmax = 0;
@@ -168,8 +169,6 @@ int sched__max_in_unit(struct cyc *c, const struct req *q, bool healthy_only)
 	if (!t->gen)
 		t->gen = 1;
 	struct umemo *m = &t->memo[healthy_only][(unsigned)(q->model * 7 + q->g * 3 + q->required) & 15];
-	if (m->gen == t->gen && m->model == q->model && m->g == q->g && m->req == q->required)
-		return m->value; /* every pending job asks: skip the hash for the shapes just seen */
 	int64_t cached;
 	if (sched__cache_get(t, healthy_only ? CACHE_UNIT_OK : CACHE_UNIT_ALL, &key, &cached)) {
 		*m = (struct umemo){ q->model, q->g, q->required, (int)cached, t->gen };
