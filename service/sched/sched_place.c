@@ -158,8 +158,9 @@ static bool model_ok(const struct cyc *c, const struct req *q, int n)
 	return q->model == -1 || (q->model >= 0 && c->model[n] == q->model);
 }
 
-/* The most nodes able to hold q->g GPUs inside one unit of the required level. */
-/* sched__max_in_unit() past its memo: the shape's cache entry, or a count over the nodes. */
+/* sched__max_in_unit() past its memo: the most nodes able to hold q->g GPUs
+ * inside one unit of the required level, from the shape's cache entry or a
+ * count over the nodes. */
 int sched__max_in_unit_slow(struct cyc *c, const struct req *q, bool healthy_only)
 {
 	struct req key = *q;
