@@ -3,8 +3,8 @@
 # reference (bench/sched/easy_ref.py) on the same traces, whole processes timed
 # (parsing included), and the two schedules compared job by job. The same
 # reference in C (bench/sched/easy_floor, counts of free nodes only, no node
-# identities) is timed too: the floor of any EASY replay of the trace, so
-# "floor" says how far the Python's ratio can go at all.
+# identities) is timed too: what a count-only replay of the same schedule
+# costs, so "python / floor" says how far a ratio to the Python can go.
 # usage: bench/sched/run_wide.sh BUILD_DIR [JOBS] [SHARED_DIR]   (JOBS default 5000; a
 # quoted list such as "5000 50000" replays each size in turn, so Python's start-up of ~0.1 s
 # stops dominating its side)
@@ -33,8 +33,8 @@ one() { # one NAME TRACE NODES GPN SIM_ARGS...
   same=$(python3 "$H/same_starts.py" "$D/sim.swf" "$D/ref.txt" | head -1)
   cmp -s "$D/floor.txt" "$D/ref.txt" && fsame="floor same" || fsame="floor DIFFERS"
   echo "$name: python $tp s, muster-sim $ts s, ratio $(echo "$tp $ts" | awk '{printf "%.1f", $1 / $2}')x;" \
-       "floor $tf s (python / floor $(echo "$tp $tf" | awk '{printf "%.1f", $1 / $2}')x," \
-       "muster-sim / floor $(echo "$ts $tf" | awk '{printf "%.1f", $1 / $2}')x); $same; $fsame"
+       "floor $tf s (python / floor $(echo "$tp $tf" | awk '{printf "%.1f", $1 / ($2 > 0.001 ? $2 : 0.001)}')x," \
+       "muster-sim / floor $(echo "$ts $tf" | awk '{printf "%.1f", $1 / ($2 > 0.001 ? $2 : 0.001)}')x); $same; $fsame"
 }
 for j in $J; do
   python3 "$H/gen_wide_trace.py" "$j" 80000 1 > "$D/w80k.swf"

@@ -5,7 +5,7 @@ counts) on small generated wide-gang traces (bench/sched/gen_wide_trace.py: a
 quarter of the jobs 1,024 nodes or, on small pools, a third of the pool up to
 the whole pool) on 1-GPU and 8-GPU nodes, and on KTH-SP2 when the shared
 directory has it. With --floor, bench/sched/easy_floor (the same reference in
-C, which run_wide.sh times as the floor of any EASY replay) must write the
+C, which run_wide.sh times as a count-only floor) must write the
 reference's output byte for byte on the same traces. The long version with
 timings is bench/sched/run_wide.sh.
 usage: test_easy_ref.py MUSTER_SIM REPO_ROOT [SHARED_DIR] [--floor EASY_FLOOR]"""
