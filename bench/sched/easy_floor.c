@@ -182,12 +182,17 @@ static void schedule(int64_t now)
 	nq = kept;
 }
 
+static int is_ws(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n';
+}
+
 /* Splits a line into up to nv numbers: their count, or -1 when a field is not one. */
 static int split(char *s, double *v, int nv)
 {
 	int n = 0;
 	while (*s && n < nv) {
-		while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
+		while (is_ws(*s))
 			s++;
 		if (!*s)
 			break;
@@ -198,7 +203,7 @@ static int split(char *s, double *v, int nv)
 		int64_t x = 0;
 		while (*q >= '0' && *q <= '9' && q - p < 15)
 			x = x * 10 + (*q++ - '0');
-		if (q > p && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n' || !*q)) {
+		if (q > p && (is_ws(*q) || !*q)) {
 			v[n++] = *s == '-' ? -(double)x : (double)x;
 			s = (char *)q;
 			continue;
@@ -208,7 +213,7 @@ static int split(char *s, double *v, int nv)
 		if (e == s)
 			return -1;
 		s = e;
-		while (*s && *s != ' ' && *s != '\t' && *s != '\r' && *s != '\n')
+		while (*s && !is_ws(*s))
 			s++;
 	}
 	return n;
@@ -241,31 +246,23 @@ static int order_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int main(int argc, char **argv)
+/* Reads the trace into jobs[] as easy_ref.py does; 0, or -1 with a message. */
+static int read_trace(const char *path, int64_t nodes_total, int64_t gpn)
 {
-	clock_t c0 = clock();
-	if (argc < 4) {
-		fputs("usage: easy_floor TRACE.swf[.gz] NODES GPUS_PER_NODE [--out STARTS.txt]\n", stderr);
-		return 2;
-	}
-	const char *path = argv[1], *out = NULL;
-	int64_t nodes_total = atoll(argv[2]), gpn = atoll(argv[3]);
-	for (int a = 4; a + 1 < argc; a++)
-		if (strcmp(argv[a], "--out") == 0)
-			out = argv[a + 1];
 	gzFile f = gzopen(path, "rb");
 	if (!f) {
 		fprintf(stderr, "easy_floor: cannot open %s\n", path);
-		return 1;
+		return -1;
 	}
 	gzbuffer(f, 1 << 16);
 	size_t cap = 1024;
 	jobs = xmalloc(cap * sizeof(*jobs));
-	char line[65536];
-	while (gzgets(f, line, sizeof(line))) {
+	static char line[65536];
+	const char *bad = NULL;
+	while (!bad && gzgets(f, line, sizeof(line))) {
 		if (!strchr(line, '\n') && !gzeof(f)) {
-			fprintf(stderr, "easy_floor: a line of %s is longer than %zu bytes\n", path, sizeof(line) - 1);
-			return 1;
+			bad = "is longer than 65535 bytes";
+			break;
 		}
 		char *s = line;
 		while (*s == ' ' || *s == '\t')
@@ -273,10 +270,16 @@ int main(int argc, char **argv)
 		if (!*s || *s == '\n' || *s == '\r' || *s == ';')
 			continue;
 		double x[18];
-		if (split(s, x, 18) < 9) {
-			fprintf(stderr, "easy_floor: a line of %s has fewer than 9 fields\n", path);
-			return 1;
+		int nx = split(s, x, 18);
+		if (nx < 9) {
+			bad = "does not start with 9 numeric fields";
+			break;
 		}
+		for (int k = 0; k < nx; k++)
+			if (!(fabs(x[k]) < 9e15)) /* also NaN: the casts below need a whole number in range */
+				bad = "has a field out of range";
+		if (bad)
+			break;
 		double procs = x[7] >= 0.5 ? x[7] : x[4];
 		int64_t run = rnd(x[3]);
 		double est = x[8];
@@ -288,13 +291,38 @@ int main(int argc, char **argv)
 		if (n > nodes_total) {
 			fprintf(stderr, "job %lld needs %lld nodes; the cluster has %lld\n", (long long)x[0], (long long)n,
 			        (long long)nodes_total);
-			return 1;
+			gzclose(f);
+			return -1;
 		}
 		if (njobs == cap)
 			jobs = xrealloc(jobs, (cap *= 2) * sizeof(*jobs));
 		jobs[njobs++] = (struct job){ (int64_t)x[0], rnd(x[1]), run < limit ? run : limit, limit, n };
 	}
 	gzclose(f);
+	if (bad)
+		fprintf(stderr, "easy_floor: a line of %s %s\n", path, bad);
+	return bad ? -1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	clock_t c0 = clock();
+	if (argc < 4) {
+		fputs("usage: easy_floor TRACE.swf[.gz] NODES GPUS_PER_NODE [--out STARTS.txt]\n", stderr);
+		return 2;
+	}
+	const char *path = argv[1], *out = NULL;
+	char *e2, *e3;
+	long long nodes_total = strtoll(argv[2], &e2, 10), gpn = strtoll(argv[3], &e3, 10);
+	if (*e2 || *e3 || nodes_total < 1 || gpn < 1) {
+		fputs("easy_floor: NODES and GPUS_PER_NODE must be whole numbers of at least 1\n", stderr);
+		return 2;
+	}
+	for (int a = 4; a + 1 < argc; a++)
+		if (strcmp(argv[a], "--out") == 0)
+			out = argv[a + 1];
+	if (read_trace(path, nodes_total, gpn))
+		return 1;
 	sorted_order = xmalloc(njobs * sizeof(size_t));
 	for (size_t i = 0; i < njobs; i++)
 		sorted_order[i] = i;
@@ -349,8 +377,10 @@ int main(int argc, char **argv)
 	       (double)(clock() - c0) / CLOCKS_PER_SEC);
 	if (out) {
 		FILE *o = fopen(out, "w");
-		if (!o)
+		if (!o) {
+			fprintf(stderr, "easy_floor: cannot write %s\n", out);
 			return 1;
+		}
 		for (size_t i = 0; i < njobs; i++) { /* by hand, as the parse: fprintf was a tenth of the run */
 			char b[48], *e = b + sizeof(b);
 			*--e = '\n';
@@ -359,8 +389,10 @@ int main(int argc, char **argv)
 			e = fmt_i64(e, jobs[i].id);
 			fwrite(e, 1, (size_t)(b + sizeof(b) - e), o);
 		}
-		if (fclose(o))
+		if (fclose(o)) {
+			fprintf(stderr, "easy_floor: cannot write %s\n", out);
 			return 1;
+		}
 	}
 	free(due);
 	free(released);

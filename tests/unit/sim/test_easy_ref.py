@@ -53,5 +53,19 @@ with tempfile.TemporaryDirectory() as d:
             print(f'{name}: easy_floor {"writes the reference output" if same else "DIFFERS from the reference"}')
             if not same:
                 failures += 1
+    if FLOOR:  # bad input: a clear message and a non-zero exit, never a crash
+        bad = os.path.join(d, 'bad.swf')
+        for text, args in [('1 0 0 10 4 -1 -1 4 20\nfoo bar\n', ['10', '1']),
+                           ('1 0 0 10 4 -1 -1 1e300 20\n', ['10', '1']),
+                           ('1 0 0 10 400 -1 -1 400 20\n', ['10', '1']),
+                           ('1 0 0 10 4 -1 -1 4 20\n', ['10', '0']),
+                           ('1 0 0 10 4 -1 -1 4 20\n', ['ten', '1'])]:
+            with open(bad, 'w') as f:
+                f.write(text)
+            r = subprocess.run([FLOOR, bad] + args, capture_output=True, text=True)
+            ok = r.returncode in (1, 2) and r.stderr.strip() != ''  # a signal is a negative code
+            print(f'easy_floor on {text.splitlines()[-1]!r} {args}: exit {r.returncode}, {r.stderr.strip()!r}')
+            if not ok:
+                failures += 1
 print('ok' if not failures else f'{failures} failure(s)')
 sys.exit(1 if failures else 0)
