@@ -1602,8 +1602,14 @@ static int cycle(const struct sched_snapshot *s, struct sched_decisions *out, co
 		free(out->verdicts);
 		dp->cap_verd = s->njobs + 1;
 		out->verdicts = sched__xcalloc(dp->cap_verd, sizeof(*out->verdicts));
-	} else {
-		memset(out->verdicts, 0, (s->njobs + 1) * sizeof(*out->verdicts));
+	} else { /* as calloc would leave them, but not the 160 message bytes of every job each cycle */
+		for (size_t i = 0; i <= s->njobs; i++) {
+			struct sched_verdict *v = &out->verdicts[i];
+			v->reason = SCHED_REASON_NONE;
+			v->planned_start = 0;
+			v->priority = 0;
+			v->message[0] = '\0';
+		}
 	}
 	out->nverdicts = s->njobs;
 	setup(&c);

@@ -64,6 +64,7 @@ struct sim {
 	int64_t now;
 	struct sched_settings settings;
 	struct sched_decisions d;
+	bool any_deps;            /* a job of the trace has dependencies: each pass refreshes their state */
 	/* fragmentation accounting */
 	int64_t free_gpus, partial_free, frag_t;
 	double frag_sum, frag_time;
@@ -324,6 +325,7 @@ static int map_jobs(struct sim *s, struct mu_error *err)
 			}
 			q->deps = j->deps;
 			q->ndeps = tj->ndeps;
+			s->any_deps = true;
 		}
 	}
 out_umap:
@@ -647,7 +649,7 @@ static int pass(struct sim *s, struct mu_error *err, bool *preempted)
 	int ret;
 	*preempted = false;
 	s->st->events++;
-	for (size_t i = 0; i < s->npend; i++) {
+	for (size_t i = 0; s->any_deps && i < s->npend; i++) {
 		struct sjob *j = &s->jobs[s->pend_job[i]];
 		for (size_t k = 0; k < j->sj.ndeps; k++)
 			j->deps[k].state = dep_state(s, j->dep_target[k]);
@@ -732,7 +734,8 @@ static int pass(struct sim *s, struct mu_error *err, bool *preempted)
 		s->resv_start = start;
 	}
 	/* Starts and fails, then compact the pending queue. */
-	bool *gone = mu_calloc(s->npend + 1, sizeof(bool));
+	bool *gone = d->nstarts || d->nfails ? mu_calloc(s->npend + 1, sizeof(bool)) : NULL;
+	size_t first = s->npend; /* the first job that leaves the queue: the ones before it stay put */
 	for (size_t i = 0; i < d->nstarts; i++) {
 		const struct sched_start *st = &d->starts[i];
 		size_t ji = s->pend_job[st->job];
@@ -740,6 +743,7 @@ static int pass(struct sim *s, struct mu_error *err, bool *preempted)
 		if (s->o->check && (ret = check_start(s, ji, st, err)))
 			goto out;
 		gone[st->job] = true;
+		first = st->job < first ? st->job : first;
 		alloc_put(s, j->alloc, j->cap_alloc);
 		j->alloc = alloc_get(s, st->nalloc + 1, &j->cap_alloc);
 		j->nalloc = st->nalloc;
@@ -768,12 +772,13 @@ static int pass(struct sim *s, struct mu_error *err, bool *preempted)
 	for (size_t i = 0; i < d->nfails; i++) {
 		size_t ji = s->pend_job[d->fails[i].job];
 		gone[d->fails[i].job] = true;
+		first = d->fails[i].job < first ? d->fails[i].job : first;
 		s->jobs[ji].state = J_FAILED;
 		s->res[ji].failed = true;
 		s->st->failed++;
 	}
-	size_t w = 0;
-	for (size_t i = 0; i < s->npend; i++) {
+	size_t w = first;
+	for (size_t i = first; i < s->npend; i++) {
 		if (gone[i])
 			continue;
 		s->pend[w] = s->pend[i];
@@ -1061,6 +1066,29 @@ void sim_write_metrics(FILE *out, const struct sim_cluster *cl, const struct tra
 	mu_free(waits);
 }
 
+/* One schedule line: head, then wait, then tail and a newline; one fwrite, not printf's parse per line. */
+static void put_line(FILE *out, const char *head, size_t nhead, int64_t wait, const char *tail)
+{
+	char line[512], num[24];
+	char *e = num + sizeof(num), *b = e;
+	uint64_t v = wait < 0 ? -(uint64_t)wait : (uint64_t)wait;
+	do
+		*--b = (char)('0' + v % 10);
+	while (v /= 10);
+	if (wait < 0)
+		*--b = '-';
+	size_t nnum = (size_t)(e - b), ntail = strlen(tail);
+	if (nhead + nnum + ntail + 1 > sizeof(line)) {
+		fprintf(out, "%.*s%.*s%s\n", (int)nhead, head, (int)nnum, b, tail);
+		return;
+	}
+	memcpy(line, head, nhead);
+	memcpy(line + nhead, b, nnum);
+	memcpy(line + nhead + nnum, tail, ntail);
+	line[nhead + nnum + ntail] = '\n';
+	fwrite(line, 1, nhead + nnum + ntail + 1, out);
+}
+
 void sim_write_swf(FILE *out, const struct sim_cluster *cl, const struct trace *tr,
                    const struct sim_job_result *res, const char *policy)
 {
@@ -1086,7 +1114,7 @@ void sim_write_swf(FILE *out, const struct sim_cluster *cl, const struct trace *
 			const char *e = p;
 			while (*e && *e != ' ' && *e != '\t')
 				e++;
-			fprintf(out, "%.*s%" PRId64 "%s\n", (int)(p - s), s, wait, e);
+			put_line(out, s, (size_t)(p - s), wait, e);
 		} else {
 			int64_t run = res[i].end - res[i].start;
 			fprintf(out, "%" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %d -1 -1 %d %" PRId64 " -1 1 -1 -1 -1 -1 -1 -1 -1\n",
