@@ -119,7 +119,7 @@ int main(int argc, char **argv)
 				if (free & (1u << b))
 					m |= 1u << b;
 			nodes[cursor].used |= m;
-			allocs[nalloc++] = (struct sched_alloc){ (int)cursor, m };
+			allocs[nalloc++] = (struct sched_alloc){ .node = (int)cursor, .gpus = m };
 			x->nalloc++;
 			if (nn > 1)
 				cursor++;

@@ -143,6 +143,7 @@ static uint64_t run_hash(const struct sched_run *r)
 	h = HV(h, r->nalloc);
 	for (size_t k = 0; k < r->nalloc; k++) {
 		h = HV(h, r->alloc[k].node);
+		h = HV(h, r->alloc[k].count);
 		h = HV(h, r->alloc[k].gpus);
 	}
 	return h;

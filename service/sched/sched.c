@@ -186,6 +186,14 @@ static struct sched_alloc *copy_alloc(struct sched_decisions *d, const struct sc
 	return r;
 }
 
+size_t sched_alloc_nodes(const struct sched_alloc *a, size_t na)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < na; i++)
+		n += (size_t)sched_alloc_len(&a[i]);
+	return n;
+}
+
 /* ------------------------------------------------------------ messages */
 
 static void verdict(struct cyc *c, size_t j, enum sched_reason r, int64_t start, const char *fmt, ...)
@@ -302,9 +310,10 @@ static int validate(struct cyc *c)
 		if (r->tenant < 0 || (size_t)r->tenant >= s->ntenants)
 			return fail_snapshot(c, "run %lld: tenant out of range", (long long)r->run_id);
 		for (size_t k = 0; k < r->nalloc; k++)
-			if (r->alloc[k].node < 0 || (size_t)r->alloc[k].node >= s->nnodes)
-				return fail_snapshot(c, "run %lld: allocation node %d out of range",
-				                     (long long)r->run_id, r->alloc[k].node);
+			if (r->alloc[k].node < 0 || r->alloc[k].count < 0 ||
+			    (int64_t)r->alloc[k].node + sched_alloc_len(&r->alloc[k]) > (int64_t)s->nnodes)
+				return fail_snapshot(c, "run %lld: allocation node %d (count %d) out of range",
+				                     (long long)r->run_id, r->alloc[k].node, r->alloc[k].count);
 	}
 	for (size_t i = 0; i < s->njobs; i++) {
 		const struct sched_job *j = &s->jobs[i];
@@ -493,7 +502,7 @@ static int setup(struct cyc *c)
 		int g = 0;
 		int64_t end = sched__run_end(c, r);
 		for (size_t k = 0; k < r->nalloc; k++)
-			g += sched__pc(r->alloc[k].gpus);
+			g += sched__pc(r->alloc[k].gpus) * sched_alloc_len(&r->alloc[k]);
 		if (r->nalloc)
 			c->rel[c->nrel++] = (struct rel){ end, -1, 0, (int)i, (int)r->nalloc, r->alloc };
 		c->run_gpus[i] = g;
@@ -901,35 +910,40 @@ static void commit_start(struct cyc *c, size_t ji, const struct sched_alloc *a, 
 	st->planned_end = c->now + runtime;
 	if (j->array_throttle > 0)
 		sched__array_started(c, j);
-	st->nalloc = na;
-	st->alloc = copy_alloc(d, a, na);
-	for (size_t k = 0, e = 0; k < na; k++) {
-		int n = a[k].node;
-		if (k >= e && c->inc && c->inc->by_runs) { /* the start of a run of parts */
-			size_t len = sched__part_run(a, k, na);
-			e = k + len;
-			if (len >= 4 && sched__inc_take_run(c->inc, n, len, a[k].gpus)) {
-				k = e - 1;
-				continue;
+	/* by runs of parts (consecutive nodes, one mask): the entries of ranged_allocs, a wide gang's tight loops */
+	bool ranged = c->s->settings.ranged_allocs;
+	st->alloc = arena_alloc(p, na * sizeof(*st->alloc) + 1);
+	st->nalloc = 0;
+	for (size_t k = 0, len, e; k < na; k += e) {
+		e = sched__part_run(a, k, na, &len);
+		if (ranged)
+			st->alloc[st->nalloc++] = (struct sched_alloc){ .node = a[k].node, .count = (int)len, .gpus = a[k].gpus };
+		if (len >= 4 && c->inc && c->inc->by_runs && sched__inc_take_run(c->inc, a[k].node, len, a[k].gpus))
+			continue;
+		for (size_t i = k; i < k + e; i++) {
+			int n = a[i].node;
+			int before = c->inc ? sched__pc_low(c->freemask[n]) : sched__pc(c->freemask[n]);
+			if (c->inc && !c->inc->by_runs) {
+				sched__inc_touch(c, n);
+			} else if (c->inc && a[i].gpus && c->inc->fab[n] && !c->inc->bad[n]) { /* kept: node_bad() once used */
+				c->inc->bad[n] = true;
+				c->inc->nbad++;
+			}
+			c->freemask[n] &= ~a[i].gpus;
+			if (c->inc) { /* batched: a wide gang's nodes come in runs */
+				sched__inc_move(c->inc, n, before, sched__pc_low(c->freemask[n]));
+			} else {
+				sched__bucket_move(c, n, before, sched__pc(c->freemask[n]));
 			}
 		}
-		int before = c->inc ? sched__pc_low(c->freemask[n]) : sched__pc(c->freemask[n]);
-		if (c->inc && !c->inc->by_runs) {
-			sched__inc_touch(c, n);
-		} else if (c->inc && a[k].gpus && c->inc->fab[n] && !c->inc->bad[n]) { /* kept: node_bad() once used */
-			c->inc->bad[n] = true;
-			c->inc->nbad++;
-		}
-		c->freemask[n] &= ~a[k].gpus;
-		if (c->inc) { /* batched: a wide gang's nodes come in runs */
-			sched__inc_move(c->inc, n, before, sched__pc_low(c->freemask[n]));
-		} else {
-			sched__bucket_move(c, n, before, sched__pc(c->freemask[n]));
-		}
+	}
+	if (!ranged) {
+		memcpy(st->alloc, a, na * sizeof(*a));
+		st->nalloc = na;
 	}
 	if (c->inc)
 		sched__inc_flush(c->inc);
-	sched__add_crel_n(c, c->now + runtime, st->alloc, na, -1);
+	sched__add_crel_n(c, c->now + runtime, st->alloc, st->nalloc, -1);
 	tenant_add(c, j->tenant, (int64_t)na * j->gpus_per_node, 1);
 	sched__quota_started(c, j, a, na, c->now + runtime);
 }
@@ -982,16 +996,16 @@ void sched__add_preemption(struct cyc *c, size_t ri, int64_t for_job, enum sched
 	if (end <= c->now)
 		end = c->now + 1;
 	for (size_t k = 0; k < r->nalloc; k++)
-		sched__add_crel(c, end, r->alloc[k].node, r->alloc[k].gpus, (int)ri);
+		for (int e = 0; e < sched_alloc_len(&r->alloc[k]); e++)
+			sched__add_crel(c, end, r->alloc[k].node + e, r->alloc[k].gpus, (int)ri);
 }
 
 /* Does this part of run r sit on a failed node or GPU? A fabric link down
  * fails only the runs that span nodes: a one-node run does not use it. */
-static bool alloc_failed(const struct sched_node *n, const struct sched_run *r,
-                         const struct sched_alloc *a)
+static bool alloc_failed(const struct sched_node *n, const struct sched_run *r, uint64_t gpus)
 {
-	return n->state == SCHED_NODE_DOWN || (a->gpus & ~n->healthy) ||
-	       (n->fabric_down && r->nalloc > 1);
+	return n->state == SCHED_NODE_DOWN || (gpus & ~n->healthy) ||
+	       (n->fabric_down && (r->nalloc > 1 || sched_alloc_len(&r->alloc[0]) > 1));
 }
 
 /* Runs on DOWN nodes, unhealthy GPUs or a downed fabric: shrink elastic ones,
@@ -1012,23 +1026,26 @@ static void node_failures(struct cyc *c)
 		const struct sched_run *r = &s->runs[i];
 		if (r->stopping)
 			continue;
-		size_t bad = 0;
+		size_t bad = 0, nodes = 0;
 		for (size_t k = 0; k < r->nalloc; k++)
-			bad += alloc_failed(&s->nodes[r->alloc[k].node], r, &r->alloc[k]);
+			for (int e = 0; e < sched_alloc_len(&r->alloc[k]); e++, nodes++)
+				bad += alloc_failed(&s->nodes[r->alloc[k].node + e], r, r->alloc[k].gpus);
 		if (!bad)
 			continue;
-		if (r->min_nodes > 0 && r->nalloc - bad >= (size_t)r->min_nodes) {
+		if (r->min_nodes > 0 && nodes - bad >= (size_t)r->min_nodes) {
 			struct sched_decisions *d = c->d;
 			struct dpriv *p = d->priv;
 			d->shrinks = sched__grow(d->shrinks, &p->cap_shr, d->nshrinks + 1, sizeof(*d->shrinks));
 			struct sched_shrink *x = &d->shrinks[d->nshrinks++];
 			x->run = i;
 			x->run_id = r->run_id;
-			x->alloc = arena_alloc(p, r->nalloc * sizeof(struct sched_alloc) + 1);
-			x->nalloc = 0;
+			x->alloc = arena_alloc(p, nodes * sizeof(struct sched_alloc) + 1);
+			x->nalloc = 0; /* one entry per node kept */
 			for (size_t k = 0; k < r->nalloc; k++)
-				if (!alloc_failed(&s->nodes[r->alloc[k].node], r, &r->alloc[k]))
-					x->alloc[x->nalloc++] = r->alloc[k];
+				for (int e = 0; e < sched_alloc_len(&r->alloc[k]); e++)
+					if (!alloc_failed(&s->nodes[r->alloc[k].node + e], r, r->alloc[k].gpus))
+						x->alloc[x->nalloc++] =
+							(struct sched_alloc){ .node = r->alloc[k].node + e, .gpus = r->alloc[k].gpus };
 			continue;
 		}
 		sched__add_preemption(c, i, 0, SCHED_PREEMPT_NODE_FAIL);

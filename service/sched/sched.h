@@ -62,6 +62,9 @@ struct sched_settings {
 	bool no_backfill;         /* strict order: nothing starts after the first blocked job (fcfs) */
 	bool unnamed_reservations; /* with a delta, a reservation may come without nodes (nalloc 0)
 	                              where the core plans it by counts (the simulator's speed) */
+	bool ranged_allocs;       /* starts' allocations as ranges of nodes (struct sched_alloc.count),
+	                             one entry per run of consecutive nodes with one GPU mask (the
+	                             simulator's speed); else one entry per node */
 };
 
 enum sched_node_state {
@@ -88,11 +91,27 @@ struct sched_node {
 	bool fabric_down;       /* a training-fabric link is down: multi-node runs here fail */
 };
 
-/* One node of an allocation; rank = position in the allocation array. */
+/*
+ * Nodes node .. node + count - 1 of an allocation, each granted the GPUs
+ * `gpus`; ranks follow the entries in order, node by node. A count of 0
+ * or 1 is one node, so an entry written as { .node, .gpus } is one node.
+ * The core writes entries of more than one node only with
+ * settings.ranged_allocs; it reads them in snapshots always.
+ */
 struct sched_alloc {
-	int node;               /* index into snapshot nodes */
-	uint64_t gpus;          /* GPU indices granted on that node */
+	int node;               /* index into snapshot nodes: the first of the entry */
+	int count;              /* consecutive nodes from node (0 = 1) */
+	uint64_t gpus;          /* GPU indices granted on each of them */
 };
+
+/* Nodes in entry a. */
+static inline int sched_alloc_len(const struct sched_alloc *a)
+{
+	return a->count > 1 ? a->count : 1;
+}
+
+/* Nodes in a[0..na). */
+size_t sched_alloc_nodes(const struct sched_alloc *a, size_t na);
 
 struct sched_run {
 	int64_t run_id;
@@ -277,7 +296,7 @@ struct sched_start {
 	size_t job;              /* index into snapshot jobs */
 	int64_t job_id;
 	int64_t planned_end;     /* now + runtime used for planning */
-	size_t nalloc;           /* nodes actually granted (elastic: <= job nodes) */
+	size_t nalloc;           /* entries (nodes: sched_alloc_nodes(); elastic: <= job nodes) */
 	struct sched_alloc *alloc; /* owned by the decisions; rank = index */
 };
 

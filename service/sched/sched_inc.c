@@ -416,11 +416,11 @@ static bool run_add(struct inc *in, const struct sched_run *r, bool sorted, int6
 	x->wgen = 0;
 	if (r->nalloc)
 		memcpy(x->alloc, r->alloc, r->nalloc * sizeof(*x->alloc));
-	for (size_t a = 0; a < r->nalloc;) { /* the owner counts by runs of parts */
-		size_t len = sched__part_run(r->alloc, a, r->nalloc);
+	for (size_t a = 0, len; a < r->nalloc;) { /* the owner counts by runs of parts */
+		size_t e = sched__part_run(r->alloc, a, r->nalloc, &len);
 		int n0 = r->alloc[a].node;
 		uint64_t m = r->alloc[a].gpus;
-		a += len;
+		a += e;
 		if (!m)
 			continue;
 		g += (int)len * sched__pc_low(m);
@@ -465,11 +465,11 @@ static bool run_del(struct inc *in, int64_t run_id, bool parts)
 		keys_del(in->rk, &in->nrk, x->end, k);
 	if (x->in_pk)
 		keys_del(in->pk, &in->npk, x->pe, k);
-	for (size_t a = 0; a < x->nalloc && parts;) {
-		size_t len = sched__part_run(x->alloc, a, x->nalloc);
+	for (size_t a = 0, len; a < x->nalloc && parts;) {
+		size_t e = sched__part_run(x->alloc, a, x->nalloc, &len);
 		if (x->alloc[a].gpus)
 			own_range(in, x->alloc[a].node, len, -1);
-		a += len;
+		a += e;
 	}
 	in->nsplit -= !x->whole;
 	in->own_g[x->tenant] -= x->gpus;
@@ -687,7 +687,8 @@ static int check_added(struct cyc *c)
 			return bad_delta(c, "run %lld: tenant out of range", (long long)r->run_id);
 		unsigned out = 0; /* branchless: a wide gang's parts in one pass */
 		for (size_t k = 0; k < r->nalloc; k++)
-			out |= (unsigned)((size_t)(unsigned)r->alloc[k].node >= s->nnodes);
+			out |= (unsigned)(r->alloc[k].node < 0) | (unsigned)(r->alloc[k].count < 0) |
+			       (unsigned)((int64_t)r->alloc[k].node + sched_alloc_len(&r->alloc[k]) > (int64_t)s->nnodes);
 		if (out)
 			return bad_delta(c, "run %lld: allocation node out of range", (long long)r->run_id);
 	}
@@ -710,21 +711,25 @@ static int rebuild_after(struct cyc *c, size_t i)
  * and static fields are the view's, by the caller's promise or because the
  * node was listed and applied already.
  */
+static void reread_node(struct inc *in, const struct sched_snapshot *s, int n)
+{
+	const struct sched_node *x = &s->nodes[n];
+	uint64_t fm = in->avail[n] & ~x->used;
+	bool odd = node_odd(in, n);
+	if (in->up[n])
+		sched__inc_move(in, n, sched__pc(in->freemask[n]), sched__pc(fm));
+	in->freemask[n] = fm;
+	in->nodd += (size_t)node_odd(in, n) - (size_t)odd;
+	in->nbad -= in->bad[n];
+	in->bad[n] = node_bad(x);
+	in->nbad += in->bad[n];
+}
+
 static void reread(struct inc *in, const struct sched_snapshot *s, const struct sched_alloc *a, size_t na)
 {
-	for (size_t i = 0; i < na; i++) {
-		int n = a[i].node;
-		const struct sched_node *x = &s->nodes[n];
-		uint64_t fm = in->avail[n] & ~x->used;
-		bool odd = node_odd(in, n);
-		if (in->up[n])
-			sched__inc_move(in, n, sched__pc(in->freemask[n]), sched__pc(fm));
-		in->freemask[n] = fm;
-		in->nodd += (size_t)node_odd(in, n) - (size_t)odd;
-		in->nbad -= in->bad[n];
-		in->bad[n] = node_bad(x);
-		in->nbad += in->bad[n];
-	}
+	for (size_t i = 0; i < na; i++)
+		for (int e = 0; e < sched_alloc_len(&a[i]); e++)
+			reread_node(in, s, a[i].node + e);
 }
 
 /* Field by field: the padding of struct sched_alloc need not match (bytes equal say equal at once). */
@@ -734,7 +739,7 @@ static bool same_alloc(const struct sched_alloc *a, const struct sched_alloc *b,
 		return true;
 	bool same = true;
 	for (size_t i = 0; i < n; i++)
-		same &= a[i].node == b[i].node && a[i].gpus == b[i].gpus;
+		same &= a[i].node == b[i].node && sched_alloc_len(&a[i]) == sched_alloc_len(&b[i]) && a[i].gpus == b[i].gpus;
 	return same;
 }
 
@@ -834,33 +839,29 @@ static bool unkeep_run(struct inc *in, int n0, size_t len, uint64_t m)
 static void release(struct inc *in, const struct sched_snapshot *s, const struct sched_alloc *a, size_t na,
                     bool owned)
 {
-	for (size_t i = 0, e = 0; i < na; i++) {
-		int n = a[i].node;
-		if (!a[i].gpus)
+	for (size_t i = 0, len; i < na;) {
+		size_t e = sched__part_run(a, i, na, &len);
+		int n0 = a[i].node;
+		uint64_t m = a[i].gpus;
+		i += e;
+		if (!m || (len >= 4 && (owned ? release_run(in, n0, len, m) : unkeep_run(in, n0, len, m))))
 			continue;
-		if (i >= e) { /* the start of a run of parts */
-			size_t len = sched__part_run(a, i, na);
-			e = i + len;
-			uint64_t m = a[i].gpus;
-			if (len >= 4 && (owned ? release_run(in, n, len, m) : unkeep_run(in, n, len, m))) {
-				i = e - 1;
-				continue;
+		for (int n = n0; n < n0 + (int)len; n++) { /* node by node */
+			if (in->bad[n]) {
+				reread_node(in, s, n);
+			} else {
+				uint64_t fm = in->freemask[n] | (m & in->avail[n]);
+				if (fm != in->freemask[n]) {
+					bool odd = node_odd(in, n);
+					if (in->up[n])
+						sched__inc_move(in, n, sched__pc_low(in->freemask[n]), sched__pc_low(fm));
+					in->freemask[n] = fm;
+					in->nodd += (size_t)node_odd(in, n) - (size_t)odd;
+				}
 			}
+			if (owned)
+				own(in, n, -1);
 		}
-		if (in->bad[n]) {
-			reread(in, s, &a[i], 1);
-		} else {
-			uint64_t fm = in->freemask[n] | (a[i].gpus & in->avail[n]);
-			if (fm != in->freemask[n]) {
-				bool odd = node_odd(in, n);
-				if (in->up[n])
-					sched__inc_move(in, n, sched__pc_low(in->freemask[n]), sched__pc_low(fm));
-				in->freemask[n] = fm;
-				in->nodd += (size_t)node_odd(in, n) - (size_t)odd;
-			}
-		}
-		if (owned)
-			own(in, n, -1);
 	}
 }
 
@@ -1172,7 +1173,7 @@ void sched__run_gpus(struct cyc *c)
 	c->run_gpus = sched__xcalloc(s->nruns + 1, sizeof(int));
 	for (size_t i = 0; i < s->nruns; i++)
 		for (size_t k = 0; k < s->runs[i].nalloc; k++)
-			c->run_gpus[i] += sched__pc(s->runs[i].alloc[k].gpus);
+			c->run_gpus[i] += sched__pc(s->runs[i].alloc[k].gpus) * sched_alloc_len(&s->runs[i].alloc[k]);
 }
 
 /* ------------------------------------------------------------ fast placement */
@@ -1244,7 +1245,7 @@ static size_t emit_by_node(struct cyc *c, const struct cand *ch, size_t nc, int 
 {
 	struct inc *in = c->inc;
 	if (nc == 1) {
-		out[0] = (struct sched_alloc){ ch[0].node, sched__take_bits(ch[0].pref, ch[0].mask, g) };
+		out[0] = (struct sched_alloc){ .node = ch[0].node, .gpus = sched__take_bits(ch[0].pref, ch[0].mask, g) };
 		return 1;
 	}
 	bool sorted = true; /* a whole-node pick mostly is: then in place */
@@ -1252,7 +1253,7 @@ static size_t emit_by_node(struct cyc *c, const struct cand *ch, size_t nc, int 
 		sorted &= ch[k - 1].node < ch[k].node;
 	if (sorted) {
 		for (size_t k = 0; k < nc; k++)
-			out[k] = (struct sched_alloc){ ch[k].node, sched__take_bits(ch[k].pref, ch[k].mask, g) };
+			out[k] = (struct sched_alloc){ .node = ch[k].node, .gpus = sched__take_bits(ch[k].pref, ch[k].mask, g) };
 		return nc;
 	}
 	uint64_t *bits = in->nodebits; /* zero between uses */
@@ -1267,7 +1268,7 @@ static size_t emit_by_node(struct cyc *c, const struct cand *ch, size_t nc, int 
 		while (b) {
 			const struct cand *x = &ch[in->pos[w * 64 + (size_t)__builtin_ctzll(b)]];
 			b &= b - 1;
-			out[o++] = (struct sched_alloc){ x->node, sched__take_bits(x->pref, x->mask, g) };
+			out[o++] = (struct sched_alloc){ .node = x->node, .gpus = sched__take_bits(x->pref, x->mask, g) };
 		}
 	}
 	return nc;
@@ -1362,7 +1363,7 @@ static size_t place_held(struct cyc *c, const struct req *q, int64_t t1, struct 
 			bits &= ~(((uint64_t)1 << (from % 64)) - 1);
 		for (; bits && o < want; bits &= bits - 1) {
 			int n = (int)(i * 64) + __builtin_ctzll(bits);
-			out[o++] = (struct sched_alloc){ n, c->freemask[n] & c->avail[n] }; /* all g of them */
+			out[o++] = (struct sched_alloc){ .node = n, .gpus = c->freemask[n] & c->avail[n] }; /* all g of them */
 		}
 	}
 	if (o != want)
@@ -1591,8 +1592,8 @@ static int whole_count(struct inc *in, struct islot *x)
 		return -1;
 	if (x->wgen != in->hgen) {
 		x->wcnt = 0;
-		for (size_t a = 0; a < x->nalloc;) { /* by runs of parts: consecutive nodes, one tight loop */
-			size_t len = sched__part_run(x->alloc, a, x->nalloc);
+		for (size_t a = 0, len, e; a < x->nalloc; a += e) { /* by runs of parts: consecutive nodes, one tight loop */
+			e = sched__part_run(x->alloc, a, x->nalloc, &len);
 			int n0 = x->alloc[a].node;
 			if (x->alloc[a].gpus) {
 				const bool *restrict up = &in->up[n0];
@@ -1603,7 +1604,6 @@ static int whole_count(struct inc *in, struct islot *x)
 					cnt += up[k] & (avail[k] == (gc[k] >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << gc[k]) - 1));
 				x->wcnt += cnt;
 			}
-			a += len;
 		}
 		x->wgen = in->hgen;
 	}
@@ -1655,10 +1655,12 @@ static size_t whole_pick(struct cyc *c, int model, int g, size_t need, size_t ns
 		for (size_t x = b; x < e; x++) {
 			const struct wseg *v = &in->wseg[x];
 			for (int a = 0; a < v->n; a++)
-				if (wcand(c, model, g, v->a ? v->a[a].node : v->node, v->a ? v->a[a].gpus : v->mask, &tmp[nt])) {
-					sorted = sorted && (nt == 0 || tmp[nt - 1].node < tmp[nt].node);
-					nt++;
-				}
+				for (int o = 0; o < (v->a ? sched_alloc_len(&v->a[a]) : 1); o++)
+					if (wcand(c, model, g, v->a ? v->a[a].node + o : v->node, v->a ? v->a[a].gpus : v->mask,
+					          &tmp[nt])) {
+						sorted = sorted && (nt == 0 || tmp[nt - 1].node < tmp[nt].node);
+						nt++;
+					}
 		}
 		if (nt > need - nc && !sorted)
 			qsort(tmp, nt, sizeof(*tmp), wnode_cmp);
@@ -1736,8 +1738,9 @@ static bool earliest_whole(struct cyc *c, const struct req *q, int64_t rt, struc
 				break;
 			}
 			for (int a = 0; a < w.n; a++)
-				if (!wpart(c, q, w.a ? w.a[a].node : w.node, w.a ? w.a[a].gpus : w.mask, &ec))
-					return false;
+				for (int e = 0; e < (w.a ? sched_alloc_len(&w.a[a]) : 1); e++)
+					if (!wpart(c, q, w.a ? w.a[a].node + e : w.node, w.a ? w.a[a].gpus : w.mask, &ec))
+						return false;
 			in->wseg = sched__grow(in->wseg, &in->cap_wseg, nseg + 1, sizeof(*in->wseg));
 			in->wseg[nseg++] = w;
 		}
@@ -1877,19 +1880,21 @@ int64_t sched__earliest_flat(struct cyc *c, const struct req *q, int64_t rt, str
 				break;
 			}
 			for (int a = 0; a < cnt; a++) {
-				int n = alloc ? alloc[a].node : node;
 				uint64_t m = alloc ? alloc[a].gpus : mask;
-				sw_get(c, n, rt);
-				bool was = eligible(c, q, n, in->sw_rm[n] & ~in->sw_blk[n]);
-				in->sw_rm[n] |= m & c->avail[n];
-				if (in->sw_time[n] != t) {
-					in->sw_time[n] = t;
-					in->sw_last[n] = 0;
+				for (int e = 0; e < (alloc ? sched_alloc_len(&alloc[a]) : 1); e++) {
+					int n = alloc ? alloc[a].node + e : node;
+					sw_get(c, n, rt);
+					bool was = eligible(c, q, n, in->sw_rm[n] & ~in->sw_blk[n]);
+					in->sw_rm[n] |= m & c->avail[n];
+					if (in->sw_time[n] != t) {
+						in->sw_time[n] = t;
+						in->sw_last[n] = 0;
+					}
+					in->sw_last[n] |= m;
+					bool is = eligible(c, q, n, in->sw_rm[n] & ~in->sw_blk[n]);
+					if (was != is)
+						ec = is ? ec + 1 : ec - 1;
 				}
-				in->sw_last[n] |= m;
-				bool is = eligible(c, q, n, in->sw_rm[n] & ~in->sw_blk[n]);
-				if (was != is)
-					ec = is ? ec + 1 : ec - 1;
 			}
 		}
 	}

@@ -366,19 +366,24 @@ static inline int sched__pc_low(uint64_t x)
 
 /*
  * The run of parts from a[i] (i < na): consecutive node indexes, one GPU
- * mask; its length. A wide gang's allocation is mostly a few such runs
+ * mask; returns the entries it spans, its nodes in *len (one entry when
+ * a[i] is a range already, struct sched_alloc.count). A wide gang's allocation is mostly a few such runs
  * (the flat placement takes whole nodes in node order), so the per-node
  * bookkeeping of its start and end checks and updates a run's nodes in
  * one tight loop over the view's arrays instead of node by node.
  */
-static inline size_t sched__part_run(const struct sched_alloc *a, size_t i, size_t na)
+static inline size_t sched__part_run(const struct sched_alloc *a, size_t i, size_t na, size_t *len)
 {
+	if (a[i].count > 1) { /* a range already */
+		*len = (size_t)a[i].count;
+		return 1;
+	}
 	size_t j = i + 1;
-	while (j < na && a[j].node == a[j - 1].node + 1 && a[j].gpus == a[i].gpus)
+	while (j < na && a[j].count <= 1 && a[j].node == a[j - 1].node + 1 && a[j].gpus == a[i].gpus)
 		j++;
+	*len = j - i;
 	return j - i;
 }
-
 void *sched__xmalloc(size_t n);
 void *sched__xcalloc(size_t n, size_t size);
 void *sched__grow(void *p, size_t *cap, size_t need, size_t size);

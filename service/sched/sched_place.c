@@ -27,9 +27,11 @@ void sched__add_crel(struct cyc *c, int64_t t, int node, uint64_t mask, int run)
 
 void sched__add_crel_n(struct cyc *c, int64_t t, const struct sched_alloc *a, size_t na, int run)
 {
-	size_t add = 0;
-	for (size_t k = 0; k < na; k++)
-		add += a[k].gpus != 0;
+	size_t add = 0, parts = 0; /* nodes with GPUs, entries with GPUs */
+	for (size_t k = 0; k < na; k++) {
+		add += a[k].gpus ? (size_t)sched_alloc_len(&a[k]) : 0;
+		parts += a[k].gpus != 0;
+	}
 	if (!add)
 		return;
 	c->crel = sched__grow(c->crel, &c->cap_crel, c->ncrel + add, sizeof(*c->crel));
@@ -41,7 +43,7 @@ void sched__add_crel_n(struct cyc *c, int64_t t, const struct sched_alloc *a, si
 		else
 			hi = mid;
 	}
-	if (add == na && na > 1) { /* every part releases GPUs: one event for the gang, as a running run's */
+	if (parts == na && add > 1) { /* every part releases GPUs: one event for the gang, as a running run's */
 		memmove(&c->crel[lo + 1], &c->crel[lo], (c->ncrel - lo) * sizeof(*c->crel));
 		c->crel[lo] = (struct rel){ t, -1, 0, run, (int)na, a };
 		c->ncrel++;
@@ -49,8 +51,8 @@ void sched__add_crel_n(struct cyc *c, int64_t t, const struct sched_alloc *a, si
 	}
 	memmove(&c->crel[lo + add], &c->crel[lo], (c->ncrel - lo) * sizeof(*c->crel));
 	for (size_t k = 0; k < na; k++)
-		if (a[k].gpus)
-			c->crel[lo++] = (struct rel){ t, a[k].node, a[k].gpus, run, 0, NULL };
+		for (int e = 0; a[k].gpus && e < sched_alloc_len(&a[k]); e++)
+			c->crel[lo++] = (struct rel){ t, a[k].node + e, a[k].gpus, run, 0, NULL };
 	c->ncrel += add;
 }
 
@@ -561,7 +563,7 @@ static size_t place_one(struct cyc *c, const struct req *q, struct cand *e, size
 			c->agg_free[l][u] = 0;
 			c->agg_cnt[l][u] = 0;
 		}
-	out[0] = (struct sched_alloc){ e[best].node, sched__take_bits(e[best].pref, e[best].mask, q->g) };
+	out[0] = (struct sched_alloc){ .node = e[best].node, .gpus = sched__take_bits(e[best].pref, e[best].mask, q->g) };
 	return 1;
 }
 
@@ -642,7 +644,7 @@ size_t sched__place(struct cyc *c, const struct req *q, const uint64_t *base, in
 		pick(c, seg, nseg, level, want, chosen, &nc);
 	qsort(chosen, nc, sizeof(*chosen), alloc_node_cmp);
 	for (size_t i = 0; i < nc; i++)
-		out[i] = (struct sched_alloc){ chosen[i].node, sched__take_bits(chosen[i].pref, chosen[i].mask, q->g) };
+		out[i] = (struct sched_alloc){ .node = chosen[i].node, .gpus = sched__take_bits(chosen[i].pref, chosen[i].mask, q->g) };
 	free(chosen);
 	return nc;
 }
@@ -796,18 +798,21 @@ int64_t sched__earliest(struct cyc *c, const struct req *q, int64_t rt, struct s
 			}
 			int cnt = r->node >= 0 ? 1 : r->nalloc;
 			for (int a = 0; a < cnt; a++) {
-				int n = r->node >= 0 ? r->node : r->alloc[a].node;
+				int len = r->node >= 0 ? 1 : sched_alloc_len(&r->alloc[a]);
 				uint64_t mask = r->node >= 0 ? r->mask : r->alloc[a].gpus;
-				bool was = eligible(c, q, n, rm[n] & ~blk[n]);
-				rm[n] |= mask & c->avail[n];
-				if (rtime[n] != t) {
-					rtime[n] = t;
-					last[n] = 0;
+				for (int e = 0; e < len; e++) {
+					int n = r->node >= 0 ? r->node : r->alloc[a].node + e;
+					bool was = eligible(c, q, n, rm[n] & ~blk[n]);
+					rm[n] |= mask & c->avail[n];
+					if (rtime[n] != t) {
+						rtime[n] = t;
+						last[n] = 0;
+					}
+					last[n] |= mask;
+					bool is = eligible(c, q, n, rm[n] & ~blk[n]);
+					if (was != is)
+						sweep_count(c, &w, n, is ? +1 : -1);
 				}
-				last[n] |= mask;
-				bool is = eligible(c, q, n, rm[n] & ~blk[n]);
-				if (was != is)
-					sweep_count(c, &w, n, is ? +1 : -1);
 			}
 		}
 	}
@@ -867,7 +872,8 @@ static void victims_mask(struct cyc *c, const struct vcand *v, const bool *drop,
 			continue;
 		const struct sched_run *r = &c->s->runs[v[i].run];
 		for (size_t a = 0; a < r->nalloc; a++)
-			av[r->alloc[a].node] |= r->alloc[a].gpus;
+			for (int e = 0; e < sched_alloc_len(&r->alloc[a]); e++)
+				av[r->alloc[a].node + e] |= r->alloc[a].gpus;
 	}
 }
 
@@ -912,7 +918,8 @@ bool sched__choose_victims(struct cyc *c, const struct sched_job *j, const struc
 			continue;
 		bool useful = false;
 		for (size_t a = 0; a < r->nalloc && !useful; a++)
-			useful = c->up[r->alloc[a].node] && model_ok(c, q, r->alloc[a].node);
+			for (int e = 0; e < sched_alloc_len(&r->alloc[a]) && !useful; e++)
+				useful = c->up[r->alloc[a].node + e] && model_ok(c, q, r->alloc[a].node + e);
 		if (!useful)
 			continue;
 		int64_t ran = s->now - r->start;
@@ -934,12 +941,14 @@ bool sched__choose_victims(struct cyc *c, const struct sched_job *j, const struc
 	for (; k < nv; k++) {
 		const struct sched_run *r = &s->runs[v[k].run];
 		for (size_t a = 0; a < r->nalloc; a++) {
-			int n = r->alloc[a].node;
-			bool was = eligible(c, q, n, av[n]);
-			av[n] |= r->alloc[a].gpus;
-			if (!was && eligible(c, q, n, av[n])) {
-				ec++;
-				unit_up(c, q, ucnt, &umax, n);
+			for (int e = 0; e < sched_alloc_len(&r->alloc[a]); e++) {
+				int n = r->alloc[a].node + e;
+				bool was = eligible(c, q, n, av[n]);
+				av[n] |= r->alloc[a].gpus;
+				if (!was && eligible(c, q, n, av[n])) {
+					ec++;
+					unit_up(c, q, ucnt, &umax, n);
+				}
 			}
 		}
 		if (ec < (size_t)q->nmin || (ucnt && umax < q->nmin))
@@ -969,8 +978,11 @@ bool sched__choose_victims(struct cyc *c, const struct sched_job *j, const struc
 			const struct sched_run *r = &s->runs[v[x].run];
 			bool used = false;
 			for (size_t a = 0; a < r->nalloc && !used; a++) {
-				for (size_t b = 0; b < na && !used; b++)
-					used = c->sc_alloc2[b].node == r->alloc[a].node && (got[r->alloc[a].node] & r->alloc[a].gpus);
+				for (int e = 0; e < sched_alloc_len(&r->alloc[a]) && !used; e++) {
+					int n = r->alloc[a].node + e;
+					for (size_t b = 0; b < na && !used; b++)
+						used = c->sc_alloc2[b].node == n && (got[n] & r->alloc[a].gpus);
+				}
 			}
 			drop[x] = !used;
 		}

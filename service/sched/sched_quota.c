@@ -111,9 +111,16 @@ static int64_t count(const struct cyc *c, const struct qlim *e, const struct sch
 	int64_t g = 0;
 	if (e->model == JOBS)
 		return na > 0;
-	for (size_t k = 0; k < na; k++)
-		if (e->model == -1 || e->model == c->model[a[k].node])
-			g += sched__pc(a[k].gpus);
+	for (size_t k = 0; k < na; k++) {
+		int len = sched_alloc_len(&a[k]), pc = sched__pc(a[k].gpus);
+		if (e->model == -1) {
+			g += (int64_t)pc * len;
+			continue;
+		}
+		for (int i = 0; i < len; i++)
+			if (e->model == c->model[a[k].node + i])
+				g += pc;
+	}
 	return g;
 }
 

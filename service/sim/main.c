@@ -21,7 +21,7 @@
 static char *opt_swf, *opt_csv, *opt_policy, *opt_cluster, *opt_sched_out, *opt_metrics_out, *opt_place_out;
 static char *opt_fairshare;
 static long long opt_gpus, opt_nodes, opt_gpn;
-static bool opt_predict, opt_lenient, opt_check, opt_quiet, opt_full;
+static bool opt_predict, opt_lenient, opt_check, opt_quiet, opt_full, opt_node_allocs;
 
 static const struct mu_opt opts[] = {
 	{ "swf", NULL, MU_OPT_STR, "", "trace in Standard Workload Format (.swf or .swf.gz)", &opt_swf },
@@ -41,6 +41,9 @@ static const struct mu_opt opts[] = {
 	{ "quiet", NULL, MU_OPT_BOOL, "false", "no summary line on stderr", &opt_quiet },
 	{ "full-rebuild", NULL, MU_OPT_BOOL, "false",
 	  "no change hints: the policy core rebuilds its view every pass (slower, same schedule)", &opt_full },
+	{ "node-allocs", NULL, MU_OPT_BOOL, "false",
+	  "allocations one entry per node, as muster-scheduler gets them, not ranges of nodes (slower, same schedule)",
+	  &opt_node_allocs },
 	{ "fairshare", NULL, MU_OPT_STR, "", "print Fair Tree fair share of TREE.json and exit", &opt_fairshare },
 };
 
@@ -156,6 +159,7 @@ int main(int argc, char **argv)
 	so.predict = opt_predict;
 	so.check = opt_check;
 	so.full_rebuild = opt_full;
+	so.node_allocs = opt_node_allocs;
 	so.placements = place;
 	struct timespec t0, t1, c0, c1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -22,8 +22,9 @@ struct sjob {
 	int64_t runtime, limit;
 	int run;                  /* index in runs while running, -1 */
 	bool released;            /* its GPUs were freed at its estimated end */
-	struct sched_alloc *alloc;
+	struct sched_alloc *alloc; /* ranges of nodes (settings.ranged_allocs) unless o->node_allocs */
 	size_t nalloc, cap_alloc;
+	int nodes;                /* nodes in alloc */
 	int64_t start;
 	uint64_t seq;             /* start order */
 	int user;                 /* sched_user index or -1 */
@@ -395,24 +396,26 @@ static void set_used(struct sim *s, const struct sched_alloc *a, size_t na, bool
 	int kf = 0, kp = 0;
 	bool key = false;
 	for (size_t k = 0; k < na; k++) {
-		struct sched_node *x = &s->nodes[a[k].node];
 		uint64_t m = a[k].gpus;
-		uint64_t u = used ? x->used | m : x->used & ~m;
-		if (x->state != SCHED_NODE_UP) {
+		struct sched_node *x = &s->nodes[a[k].node], *end = x + sched_alloc_len(&a[k]);
+		for (; x < end; x++) {
+			uint64_t u = used ? x->used | m : x->used & ~m;
+			if (x->state != SCHED_NODE_UP) {
+				x->used = u;
+				continue;
+			}
+			if (!key || m != km || x->healthy != kh || x->used != ku) { /* frag_node() -1 and +1 */
+				int h = popcount64(x->healthy), f0, p0, f1, p1;
+				frag_count(x, x->used, h, &f0, &p0);
+				frag_count(x, u, h, &f1, &p1);
+				km = m, kh = x->healthy, ku = x->used;
+				kf = f1 - f0, kp = p1 - p0;
+				key = true;
+			}
+			df += kf;
+			dp += kp;
 			x->used = u;
-			continue;
 		}
-		if (!key || m != km || x->healthy != kh || x->used != ku) { /* frag_node() -1 and +1 */
-			int h = popcount64(x->healthy), f0, p0, f1, p1;
-			frag_count(x, x->used, h, &f0, &p0);
-			frag_count(x, u, h, &f1, &p1);
-			km = m, kh = x->healthy, ku = x->used;
-			kf = f1 - f0, kp = p1 - p0;
-			key = true;
-		}
-		df += kf;
-		dp += kp;
-		x->used = u;
 	}
 	s->free_gpus += df;
 	s->partial_free += dp;
@@ -488,16 +491,18 @@ static void placement_line(struct sim *s, size_t ji, int64_t end, const char *re
 	fprintf(f, "{\"job\":%" PRId64 ",\"tenant\":", j->sj.id);
 	json_str(f, s->cl->tenants[j->sj.tenant].name);
 	fprintf(f, ",\"start\":%" PRId64 ",\"end\":%" PRId64 ",\"nodes\":[", j->start, end);
-	for (size_t k = 0; k < j->nalloc; k++) {
-		fprintf(f, "%s{\"node\":\"%s\",\"gpus\":[", k ? "," : "", s->nodes[j->alloc[k].node].name);
-		uint64_t m = j->alloc[k].gpus;
-		bool first = true;
-		for (int b = 0; b < 64; b++)
-			if (m & ((uint64_t)1 << b)) {
-				fprintf(f, "%s%d", first ? "" : ",", b);
-				first = false;
-			}
-		fprintf(f, "]}");
+	for (size_t k = 0, rank = 0; k < j->nalloc; k++) {
+		for (int e = 0; e < sched_alloc_len(&j->alloc[k]); e++, rank++) {
+			fprintf(f, "%s{\"node\":\"%s\",\"gpus\":[", rank ? "," : "", s->nodes[j->alloc[k].node + e].name);
+			uint64_t m = j->alloc[k].gpus;
+			bool first = true;
+			for (int b = 0; b < 64; b++)
+				if (m & ((uint64_t)1 << b)) {
+					fprintf(f, "%s%d", first ? "" : ",", b);
+					first = false;
+				}
+			fprintf(f, "]}");
+		}
 	}
 	if (reason)
 		fprintf(f, "],\"reason\":\"%s\"}\n", reason);
@@ -517,7 +522,7 @@ static void job_end(struct sim *s, size_t ji)
 	j->state = J_DONE;
 	s->res[ji].start = j->start;
 	s->res[ji].end = s->now;
-	s->res[ji].gpus = (int)j->nalloc * j->sj.gpus_per_node;
+	s->res[ji].gpus = j->nodes * j->sj.gpus_per_node;
 	if (j->user >= 0) {
 		struct sched_user *u = &s->users[j->user];
 		u->recent_runtime[1] = u->recent_runtime[0];
@@ -531,6 +536,7 @@ static void job_end(struct sim *s, size_t ji)
 	alloc_put(s, j->alloc, j->cap_alloc); /* done with it: 300,000 gangs' copies would pile up otherwise */
 	j->alloc = NULL;
 	j->nalloc = j->cap_alloc = 0;
+	j->nodes = 0;
 }
 
 /* ------------------------------------------------------------ invariants */
@@ -551,6 +557,7 @@ static int check_all(struct sim *s, struct mu_error *err)
 {
 	size_t nn = s->cl->nnodes;
 	uint64_t *seen = mu_calloc(nn + 1, sizeof(uint64_t));
+	size_t *stamp = mu_calloc(nn + 1, sizeof(size_t)); /* run r + 1 holds node n */
 	int64_t *tg = mu_calloc(s->cl->ntenants + 1, sizeof(int64_t));
 	int64_t *tj = mu_calloc(s->cl->ntenants + 1, sizeof(int64_t));
 	int ret = 0;
@@ -558,30 +565,35 @@ static int check_all(struct sim *s, struct mu_error *err)
 		const struct sched_run *run = &s->runs[r];
 		const struct sjob *j = &s->jobs[s->run_job[r]];
 		int nmin = j->sj.min_nodes > 0 ? j->sj.min_nodes : j->sj.nodes;
-		if (run->nalloc < (size_t)nmin || run->nalloc > (size_t)j->sj.nodes) {
-			ret = violation(s, err, "job %" PRId64 " runs on %zu node(s), asked %d..%d", j->sj.id, run->nalloc,
-			                nmin, j->sj.nodes);
+		size_t nodes = sched_alloc_nodes(run->alloc, run->nalloc);
+		if (nodes < (size_t)nmin || nodes > (size_t)j->sj.nodes) {
+			ret = violation(s, err, "job %" PRId64 " runs on %zu node(s), asked %d..%d", j->sj.id, nodes, nmin,
+			                j->sj.nodes);
 			goto out;
 		}
 		for (size_t k = 0; k < run->nalloc; k++) {
-			int n = run->alloc[k].node;
-			if (__builtin_popcountll(run->alloc[k].gpus) != j->sj.gpus_per_node) {
-				ret = violation(s, err, "job %" PRId64 " has %d GPU(s) on %s, asked %d", j->sj.id,
-				                __builtin_popcountll(run->alloc[k].gpus), s->nodes[n].name, j->sj.gpus_per_node);
-				goto out;
-			}
-			for (size_t q = 0; q < k; q++)
-				if (run->alloc[q].node == n) {
+			for (int e = 0; e < sched_alloc_len(&run->alloc[k]); e++) {
+				int n = run->alloc[k].node + e;
+				if (__builtin_popcountll(run->alloc[k].gpus) != j->sj.gpus_per_node) {
+					ret = violation(s, err, "job %" PRId64 " has %d GPU(s) on %s, asked %d", j->sj.id,
+					                __builtin_popcountll(run->alloc[k].gpus), s->nodes[n].name,
+					                j->sj.gpus_per_node);
+					goto out;
+				}
+				if (stamp[n] == r + 1) {
 					ret = violation(s, err, "job %" PRId64 " holds node %s twice", j->sj.id, s->nodes[n].name);
 					goto out;
 				}
-			if (seen[n] & run->alloc[k].gpus) {
-				ret = violation(s, err, "GPU double-booked on %s (job %" PRId64 ")", s->nodes[n].name, j->sj.id);
-				goto out;
+				stamp[n] = r + 1;
+				if (seen[n] & run->alloc[k].gpus) {
+					ret = violation(s, err, "GPU double-booked on %s (job %" PRId64 ")", s->nodes[n].name,
+					                j->sj.id);
+					goto out;
+				}
+				seen[n] |= run->alloc[k].gpus;
 			}
-			seen[n] |= run->alloc[k].gpus;
 		}
-		int g = (int)run->nalloc * j->sj.gpus_per_node;
+		int g = (int)nodes * j->sj.gpus_per_node;
 		for (int t = run->tenant, d = 0; t >= 0 && d <= (int)s->cl->ntenants; d++) {
 			tg[t] += g;
 			tj[t]++;
@@ -604,6 +616,7 @@ static int check_all(struct sim *s, struct mu_error *err)
 	}
 out:
 	mu_free(seen);
+	mu_free(stamp);
 	mu_free(tg);
 	mu_free(tj);
 	return ret;
@@ -613,12 +626,17 @@ static int check_start(struct sim *s, size_t ji, const struct sched_start *st, s
 {
 	struct sjob *j = &s->jobs[ji];
 	for (size_t k = 0; k < st->nalloc; k++) {
-		const struct sched_node *n = &s->nodes[st->alloc[k].node];
-		if (n->state != SCHED_NODE_UP || (st->alloc[k].gpus & ~n->healthy))
-			return violation(s, err, "job %" PRId64 " started on %s which is not up or not healthy", j->sj.id,
-			                 n->name);
-		if (st->alloc[k].gpus & n->used)
-			return violation(s, err, "job %" PRId64 " started on busy GPUs of %s", j->sj.id, n->name);
+		if (st->alloc[k].node < 0 || st->alloc[k].count < 0 ||
+		    (size_t)st->alloc[k].node + (size_t)sched_alloc_len(&st->alloc[k]) > s->cl->nnodes)
+			return violation(s, err, "job %" PRId64 " started on nodes out of range", j->sj.id);
+		for (int e = 0; e < sched_alloc_len(&st->alloc[k]); e++) {
+			const struct sched_node *n = &s->nodes[st->alloc[k].node + e];
+			if (n->state != SCHED_NODE_UP || (st->alloc[k].gpus & ~n->healthy))
+				return violation(s, err, "job %" PRId64 " started on %s which is not up or not healthy",
+				                 j->sj.id, n->name);
+			if (st->alloc[k].gpus & n->used)
+				return violation(s, err, "job %" PRId64 " started on busy GPUs of %s", j->sj.id, n->name);
+		}
 	}
 	for (size_t k = 0; k < j->sj.ndeps; k++) {
 		int tgt = j->dep_target[k];
@@ -747,6 +765,7 @@ static int pass(struct sim *s, struct mu_error *err, bool *preempted)
 		alloc_put(s, j->alloc, j->cap_alloc);
 		j->alloc = alloc_get(s, st->nalloc + 1, &j->cap_alloc);
 		j->nalloc = st->nalloc;
+		j->nodes = (int)sched_alloc_nodes(st->alloc, st->nalloc);
 		j->start = s->now;
 		j->seq = ++s->seq;
 		j->state = J_RUNNING;
@@ -841,6 +860,7 @@ int sim_run(struct sim_cluster *cl, const struct trace *tr, const struct sim_opt
 	s.settings = cl->settings;
 	s.settings.quiet = true;
 	s.settings.unnamed_reservations = true; /* it reads only their start */
+	s.settings.ranged_allocs = !o->node_allocs; /* a wide gang's start is a few entries, not one per node */
 	s.settings.predict = o->predict || cl->settings.predict;
 	switch (o->policy) {
 	case SIM_FCFS:

@@ -29,6 +29,7 @@ struct sim_opts {
 	bool predict;
 	bool check;            /* run the invariant checker after every event */
 	bool full_rebuild;     /* no change hints: the core rebuilds its view every pass (same schedule, slower) */
+	bool node_allocs;      /* allocations one entry per node, as the daemon gets them (same schedule, slower) */
 	FILE *placements;      /* borrowed; one JSON line per ended run, or NULL */
 };
 

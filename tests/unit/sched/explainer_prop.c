@@ -62,7 +62,7 @@ static void build(struct world *w, struct sched_snapshot *s)
 			continue;
 		size_t r = w->nruns++;
 		uint64_t m = (1ULL << (1 + rnd(8))) - 1;
-		w->allocs[r] = (struct sched_alloc){ (int)n, m };
+		w->allocs[r] = (struct sched_alloc){ .node = (int)n, .gpus = m };
 		w->runs[r] = (struct sched_run){ .run_id = (int64_t)r + 1, .job_id = (int64_t)r + 1000,
 						 .tenant = 1 + (int)rnd(2), .user = -1, .priority = 100,
 						 .preemptible = rnd(2), .start = -(int64_t)rnd(100),

@@ -56,7 +56,7 @@ static void one(int it, size_t nj)
 		{ .name = "b", .parent = 0, .shares = 1, .max_gpus = -1, .max_running_jobs = -1 },
 	};
 	struct sched_node node = { .name = "n0", .gpu_model = "h100", .gpu_count = 1, .healthy = 1, .used = 1 };
-	struct sched_alloc alloc = { 0, 1 };
+	struct sched_alloc alloc = { .node = 0, .gpus = 1 };
 	struct sched_run run = { .run_id = 1, .job_id = 100000, .tenant = 1, .user = 0, .priority = 100,
 				 .start = -10, .time_limit = 50, .nalloc = 1, .alloc = &alloc };
 	struct sched_snapshot s;

@@ -180,8 +180,7 @@ static size_t alloc_list(const char *s, struct sched_alloc *out, size_t max)
 		*colon = '\0';
 		if (n >= max)
 			die("allocation too long");
-		out[n].node = find_node(t);
-		out[n].gpus = gpu_list(colon + 1);
+		out[n] = (struct sched_alloc){ .node = find_node(t), .gpus = gpu_list(colon + 1) };
 		n++;
 	}
 	return n;

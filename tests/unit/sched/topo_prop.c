@@ -240,7 +240,7 @@ static void build(struct world *w)
 			if (rnd(2) || x->gpu_count - i <= take - popc(m))
 				m |= 1ULL << i;
 		size_t r = w->nruns++;
-		w->allocs[r] = (struct sched_alloc){ (int)n, m };
+		w->allocs[r] = (struct sched_alloc){ .node = (int)n, .gpus = m };
 		w->runs[r] = (struct sched_run){ .run_id = (int64_t)r + 1, .job_id = (int64_t)r + 1000, .tenant = 0,
 		                                 .user = -1, .priority = 100, .start = 0,
 		                                 .time_limit = 100 * (1 + (int64_t)rnd(3)), .nalloc = 1,

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """The policy core's incremental view (struct sched_delta, what muster-sim
-passes by default) must not change a single decision: every replay here runs
-twice, with the view and with --full-rebuild (the core rebuilds everything
-from the snapshot each pass, as muster-scheduler calls it), and the schedules
-and placements (nodes and GPU indexes of every run, preemptions included)
-must be byte-identical. Clusters with and without topology levels (the flat
+passes by default) and allocations as ranges of nodes (settings.ranged_allocs,
+also muster-sim's default) must not change a single decision: every replay
+here runs four times, with the view and ranges, with --full-rebuild (the core
+rebuilds everything from the snapshot each pass, as muster-scheduler calls
+it), with --node-allocs (one allocation entry per node, as muster-scheduler
+gets them) and with both, and the schedules and placements (nodes and GPU
+indexes of every run, preemptions included) must be byte-identical. Clusters with and without topology levels (the flat
 ones take the fast placement paths), GPU models, unhealthy GPUs, drained and
 down nodes, quotas, guarantees, preemption, elastic gangs, dependencies; every
 policy, with and without runtime prediction; and a generated SWF trace on
@@ -82,22 +84,26 @@ def swf(rng, n, gpus):
     return '\n'.join(out) + '\n'
 
 
+VARIANTS = ([], ['--full-rebuild'], ['--node-allocs'], ['--node-allocs', '--full-rebuild'])
+
+
 def replay(args, d, tag):
     outs = []
-    for extra in ([], ['--full-rebuild']):
+    for extra in VARIANTS:
         s, p = os.path.join(d, 's.swf'), os.path.join(d, 'p.json')
         r = subprocess.run([SIM] + args + ['--quiet', '--schedule-out', s, '--placements-out', p] + extra,
                            capture_output=True, text=True)
         if r.returncode != 0:
             return f'{tag} {" ".join(extra)}: exit {r.returncode}: {r.stderr.strip()}'
         outs.append((open(s).read(), open(p).read()))
-    (s1, p1), (s2, p2) = outs
-    if s1 != s2 or p1 != p2:
-        a, b = p1.splitlines(), p2.splitlines()
-        first = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
-        return (f'{tag}: the incremental view changed the schedule (placement line {first + 1}:\n'
-                f'  with view:    {a[first] if first < len(a) else "(none)"}\n'
-                f'  full rebuild: {b[first] if first < len(b) else "(none)"})')
+    s1, p1 = outs[0]
+    for extra, (s2, p2) in zip(VARIANTS[1:], outs[1:]):
+        if s1 != s2 or p1 != p2:
+            a, b = p1.splitlines(), p2.splitlines()
+            first = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+            return (f'{tag}: {" ".join(extra)} changed the schedule (placement line {first + 1}:\n'
+                    f'  view, ranges: {a[first] if first < len(a) else "(none)"}\n'
+                    f'  {" ".join(extra)}: {b[first] if first < len(b) else "(none)"})')
     print(f'{tag}: identical ({len(p1.splitlines())} runs)')
     return None
 
@@ -125,6 +131,11 @@ with tempfile.TemporaryDirectory() as d:
         if err:
             failures.append(err)
     err = replay(['--swf', t, '--gpus', '1600', '--policy', 'easy'], d, f'generated {6 * JOBS} jobs, 1600 x 1 GPU, easy')
+    if err:
+        failures.append(err)
+    # the invariant checker (--check) reads the ranges too: every GPU once, every gang its width
+    err = replay(['--swf', t, '--gpus', '1600', '--policy', 'easy', '--check'], d,
+                 f'generated {6 * JOBS} jobs, 1600 x 1 GPU, easy --check')
     if err:
         failures.append(err)
 for f in failures:
