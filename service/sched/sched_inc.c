@@ -50,6 +50,7 @@ void sched__inc_free(struct inc *in)
 		free(in->agg_cnt[l]);
 	}
 	free(in->up);
+	free(in->whole_ok);
 	free(in->bad);
 	free(in->avail);
 	free(in->freemask);
@@ -546,6 +547,7 @@ static int build(struct cyc *c, struct inc *in)
 	}
 	in->nw = (nn + 63) / 64 + 1;
 	in->up = sched__xcalloc(ns, sizeof(bool));
+	in->whole_ok = sched__xcalloc(ns, sizeof(bool));
 	in->bad = sched__xcalloc(ns, sizeof(bool));
 	in->fab = sched__xcalloc(ns, sizeof(bool));
 	in->avail = sched__xcalloc(ns, sizeof(uint64_t));
@@ -566,6 +568,7 @@ static int build(struct cyc *c, struct inc *in)
 		in->rhead[i] = -1;
 		in->up[i] = x->state == SCHED_NODE_UP;
 		in->avail[i] = in->up[i] ? (x->healthy & node_all(x)) : 0;
+		in->whole_ok[i] = in->up[i] && in->avail[i] == full_mask(in, (int)i);
 		in->freemask[i] = in->avail[i] & ~x->used;
 		if (in->up[i])
 			bucket(in, (int)i, sched__pc(in->freemask[i]), +1);
@@ -910,6 +913,7 @@ static int apply(struct cyc *c, struct inc *in)
 		}
 		in->up[n] = up;
 		in->avail[n] = avail;
+		in->whole_ok[n] = up && avail == full_mask(in, n);
 		in->freemask[n] = fm;
 		in->nodd += (size_t)node_odd(in, n) - (size_t)odd;
 		in->nbad -= in->bad[n];
@@ -1596,12 +1600,10 @@ static int whole_count(struct inc *in, struct islot *x)
 			e = sched__part_run(x->alloc, a, x->nalloc, &len);
 			int n0 = x->alloc[a].node;
 			if (x->alloc[a].gpus) {
-				const bool *restrict up = &in->up[n0];
-				const uint64_t *restrict avail = &in->avail[n0];
-				const int *restrict gc = &in->gcount[n0];
+				const bool *restrict ok = &in->whole_ok[n0];
 				int cnt = 0;
 				for (size_t k = 0; k < len; k++)
-					cnt += up[k] & (avail[k] == (gc[k] >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << gc[k]) - 1));
+					cnt += ok[k];
 				x->wcnt += cnt;
 			}
 		}

@@ -139,6 +139,7 @@ struct inc {
 	int *model, *gcount;
 	int *unit[SCHED_MAX_LEVELS];
 	bool *up, *bad;
+	bool *whole_ok;                 /* UP with every GPU healthy: whole_count() counts the node */
 	uint64_t *avail, *freemask;
 	int *cnt, *maxk;                /* as struct cyc */
 	uint64_t *bm;                   /* [(nmodels + 1) * 65][nw]: UP nodes by free count */
