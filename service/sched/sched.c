@@ -914,22 +914,23 @@ static void commit_start(struct cyc *c, size_t ji, const struct sched_alloc *a, 
 	bool ranged = c->s->settings.ranged_allocs;
 	st->alloc = arena_alloc(p, na * sizeof(*st->alloc) + 1);
 	st->nalloc = 0;
+	size_t nodes = 0; /* a is one entry per node, or ranges already (sched__place_flat()'s whole_ranges()) */
 	for (size_t k = 0, len, e; k < na; k += e) {
 		e = sched__part_run(a, k, na, &len);
+		nodes += len;
 		if (ranged)
 			st->alloc[st->nalloc++] = (struct sched_alloc){ .node = a[k].node, .count = (int)len, .gpus = a[k].gpus };
 		if (len >= 4 && c->inc && c->inc->by_runs && sched__inc_take_run(c->inc, a[k].node, len, a[k].gpus))
 			continue;
-		for (size_t i = k; i < k + e; i++) {
-			int n = a[i].node;
+		for (int n = a[k].node; n < a[k].node + (int)len; n++) { /* node by node */
 			int before = c->inc ? sched__pc_low(c->freemask[n]) : sched__pc(c->freemask[n]);
 			if (c->inc && !c->inc->by_runs) {
 				sched__inc_touch(c, n);
-			} else if (c->inc && a[i].gpus && c->inc->fab[n] && !c->inc->bad[n]) { /* kept: node_bad() once used */
+			} else if (c->inc && a[k].gpus && c->inc->fab[n] && !c->inc->bad[n]) { /* kept: node_bad() once used */
 				c->inc->bad[n] = true;
 				c->inc->nbad++;
 			}
-			c->freemask[n] &= ~a[i].gpus;
+			c->freemask[n] &= ~a[k].gpus;
 			if (c->inc) { /* batched: a wide gang's nodes come in runs */
 				sched__inc_move(c->inc, n, before, sched__pc_low(c->freemask[n]));
 			} else {
@@ -944,7 +945,7 @@ static void commit_start(struct cyc *c, size_t ji, const struct sched_alloc *a, 
 	if (c->inc)
 		sched__inc_flush(c->inc);
 	sched__add_crel_n(c, c->now + runtime, st->alloc, st->nalloc, -1);
-	tenant_add(c, j->tenant, (int64_t)na * j->gpus_per_node, 1);
+	tenant_add(c, j->tenant, (int64_t)nodes * j->gpus_per_node, 1);
 	sched__quota_started(c, j, a, na, c->now + runtime);
 }
 

@@ -1416,6 +1416,41 @@ void sched__resv_name(struct cyc *c)
 }
 
 /*
+ * sched__place_flat()'s choice when every node of the row has the g GPUs
+ * asked for and nothing is reserved: the leaf order is then the free nodes
+ * of bucket g in node order, each with all its GPUs, so the first `want` of
+ * them are taken a bitmap word at a time and written as ranges of nodes
+ * (settings.ranged_allocs), the same nodes and GPUs the candidate merge and
+ * emit_by_node() would give. Returns the entries.
+ */
+static size_t whole_ranges(struct cyc *c, int row, int g, size_t want, struct sched_alloc *out)
+{
+	struct inc *in = c->inc;
+	const uint64_t *w = &in->bm[((size_t)row * 65 + (size_t)g) * in->nw];
+	uint64_t full = g >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << g) - 1;
+	size_t no = 0, left = want;
+	for (size_t i = 0; i < in->nw && left; i++) {
+		for (uint64_t bits = w[i]; bits && left;) {
+			int b = __builtin_ctzll(bits);
+			uint64_t run = bits >> b; /* the set bits from b on: a run of ~run's trailing zeros */
+			int len = ~run ? __builtin_ctzll(~run) : 64 - b;
+			if ((size_t)len > left)
+				len = (int)left;
+			int n = (int)(i * 64) + b;
+			if (no && out[no - 1].node + out[no - 1].count == n)
+				out[no - 1].count += len; /* a range across words */
+			else
+				out[no++] = (struct sched_alloc){ .node = n, .count = len, .gpus = full };
+			left -= (size_t)len;
+			bits = b + len >= 64 ? 0 : bits & (~(uint64_t)0 << (b + len));
+		}
+	}
+	if (left)
+		abort(); /* the buckets disagree with the counts: a bug, never a wrong placement */
+	return no;
+}
+
+/*
  * sched__place() without topology levels, on this cycle's free GPUs
  * (PLACE_NOW) or on the sweep's (PLACE_LATER). The candidates that need a
  * look of their own ("special": reserved nodes, and for PLACE_LATER the
@@ -1489,6 +1524,8 @@ size_t sched__place_flat(struct cyc *c, const struct req *q, int64_t t0, int64_t
 	if (ne < (size_t)q->nmin)
 		return 0;
 	size_t want = q->nmax == 1 ? 1 : (ne < (size_t)q->nmax ? ne : (size_t)q->nmax);
+	if (mode == PLACE_NOW && !nsp && !nlist && in->hom[row] == q->g && c->s->settings.ranged_allocs)
+		return whole_ranges(c, row, q->g, want, out);
 	/*
 	 * F: the usable GPU count of the last candidate taken in leaf order.
 	 * Every candidate below F is taken whatever its key; at F the first
