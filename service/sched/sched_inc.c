@@ -1333,6 +1333,45 @@ static void ne_learn(const struct inc *in, struct nebound *b, int64_t t1, size_t
 }
 
 /*
+ * sched__place_flat()'s choice when every node of the row has the g GPUs
+ * asked for and nothing is reserved (or place_held()'s, from node `from`):
+ * the leaf order is then the free nodes of bucket g in node order, each
+ * with all its GPUs, so the first `want` of them are taken a bitmap word at
+ * a time and written as ranges of nodes (settings.ranged_allocs), the same
+ * nodes and GPUs the candidate merge and emit_by_node() would give. Returns
+ * the entries.
+ */
+static size_t whole_ranges(struct cyc *c, int row, int g, int from, size_t want, struct sched_alloc *out)
+{
+	struct inc *in = c->inc;
+	const uint64_t *w = &in->bm[((size_t)row * 65 + (size_t)g) * in->nw];
+	uint64_t full = g >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << g) - 1;
+	size_t no = 0, left = want;
+	for (size_t i = (size_t)from / 64; i < in->nw && left; i++) {
+		uint64_t bits = w[i];
+		if (i == (size_t)from / 64 && from % 64)
+			bits &= ~(((uint64_t)1 << (from % 64)) - 1);
+		while (bits && left) {
+			int b = __builtin_ctzll(bits);
+			uint64_t run = bits >> b; /* the set bits from b on: a run of ~run's trailing zeros */
+			int len = ~run ? __builtin_ctzll(~run) : 64 - b;
+			if ((size_t)len > left)
+				len = (int)left;
+			int n = (int)(i * 64) + b;
+			if (no && out[no - 1].node + out[no - 1].count == n)
+				out[no - 1].count += len; /* a range across words */
+			else
+				out[no++] = (struct sched_alloc){ .node = n, .count = len, .gpus = full };
+			left -= (size_t)len;
+			bits = b + len >= 64 ? 0 : bits & (~(uint64_t)0 << (b + len));
+		}
+	}
+	if (left)
+		abort(); /* the buckets disagree with the counts: a bug, never a wrong placement */
+	return no;
+}
+
+/*
  * sched__place_flat() now, for the shape of the reservation held by counts
  * (every node of the row has g GPUs): a candidate is a node of bucket
  * (row, g). Its reserved nodes come first when the run ends by the
@@ -1360,6 +1399,8 @@ static size_t place_held(struct cyc *c, const struct req *q, int64_t t1, struct 
 	if (ne < (size_t)q->nmin)
 		return 0;
 	size_t want = q->nmax == 1 ? 1 : (ne < (size_t)q->nmax ? ne : (size_t)q->nmax);
+	if (in->hom[v->row] == v->g && c->s->settings.ranged_allocs)
+		return whole_ranges(c, v->row, v->g, from, want, out);
 	size_t o = 0;
 	for (size_t i = (size_t)from / 64; i < in->nw && o < want; i++) {
 		uint64_t bits = w[i];
@@ -1413,41 +1454,6 @@ void sched__resv_name(struct cyc *c)
 	}
 	for (size_t k = 0; k < na; k++)
 		sched__add_resv(c, a[k].node, a[k].gpus, v->start, v->end);
-}
-
-/*
- * sched__place_flat()'s choice when every node of the row has the g GPUs
- * asked for and nothing is reserved: the leaf order is then the free nodes
- * of bucket g in node order, each with all its GPUs, so the first `want` of
- * them are taken a bitmap word at a time and written as ranges of nodes
- * (settings.ranged_allocs), the same nodes and GPUs the candidate merge and
- * emit_by_node() would give. Returns the entries.
- */
-static size_t whole_ranges(struct cyc *c, int row, int g, size_t want, struct sched_alloc *out)
-{
-	struct inc *in = c->inc;
-	const uint64_t *w = &in->bm[((size_t)row * 65 + (size_t)g) * in->nw];
-	uint64_t full = g >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << g) - 1;
-	size_t no = 0, left = want;
-	for (size_t i = 0; i < in->nw && left; i++) {
-		for (uint64_t bits = w[i]; bits && left;) {
-			int b = __builtin_ctzll(bits);
-			uint64_t run = bits >> b; /* the set bits from b on: a run of ~run's trailing zeros */
-			int len = ~run ? __builtin_ctzll(~run) : 64 - b;
-			if ((size_t)len > left)
-				len = (int)left;
-			int n = (int)(i * 64) + b;
-			if (no && out[no - 1].node + out[no - 1].count == n)
-				out[no - 1].count += len; /* a range across words */
-			else
-				out[no++] = (struct sched_alloc){ .node = n, .count = len, .gpus = full };
-			left -= (size_t)len;
-			bits = b + len >= 64 ? 0 : bits & (~(uint64_t)0 << (b + len));
-		}
-	}
-	if (left)
-		abort(); /* the buckets disagree with the counts: a bug, never a wrong placement */
-	return no;
 }
 
 /*
@@ -1525,7 +1531,7 @@ size_t sched__place_flat(struct cyc *c, const struct req *q, int64_t t0, int64_t
 		return 0;
 	size_t want = q->nmax == 1 ? 1 : (ne < (size_t)q->nmax ? ne : (size_t)q->nmax);
 	if (mode == PLACE_NOW && !nsp && !nlist && in->hom[row] == q->g && c->s->settings.ranged_allocs)
-		return whole_ranges(c, row, q->g, want, out);
+		return whole_ranges(c, row, q->g, 0, want, out);
 	/*
 	 * F: the usable GPU count of the last candidate taken in leaf order.
 	 * Every candidate below F is taken whatever its key; at F the first
