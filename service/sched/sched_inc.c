@@ -364,6 +364,16 @@ static void own_range(struct inc *in, int n0, size_t len, int d)
 {
 	int *restrict no = &in->nown[n0];
 	const uint64_t *restrict fm = &in->freemask[n0];
+	if (d > 0) { /* mostly a whole gang on nodes it filled: no owner, nothing free, so no count moves */
+		uint64_t any = 0;
+		for (size_t k = 0; k < len; k++)
+			any |= (uint64_t)(unsigned)no[k] | fm[k];
+		if (!any) {
+			for (size_t k = 0; k < len; k++)
+				no[k] = 1;
+			return;
+		}
+	}
 	long share = 0, odd = 0;
 	for (size_t k = 0; k < len; k++) {
 		int o = no[k], o2 = o + d;
@@ -762,13 +772,11 @@ static bool release_run(struct inc *in, int n0, size_t len, uint64_t m)
 	uint64_t *restrict free = &in->freemask[n0];
 	int *restrict no = &in->nown[n0];
 	int row = model[0];
-	uint64_t av = avail[0], any = 0;
-	unsigned ok = 1;
-	for (size_t k = 0; k < len; k++) {
-		any |= free[k] | (avail[k] ^ av);
-		ok &= (unsigned)(!bad[k] & up[k]) & (unsigned)(no[k] == 1) & (unsigned)(model[k] == row);
-	}
-	if (!ok || any)
+	uint64_t av = avail[0], any = 0; /* one word that is 0 when every node is alike, as below */
+	for (size_t k = 0; k < len; k++)
+		any |= free[k] | (avail[k] ^ av) | (uint64_t)(unsigned)((no[k] ^ 1) | (model[k] ^ row)) |
+		       (uint64_t)(bad[k] | !up[k]);
+	if (any)
 		return false;
 	uint64_t fm = m & av;
 	sched__inc_move_range(in, n0, (int)len, row, 0, sched__pc_low(fm));
@@ -786,13 +794,10 @@ bool sched__inc_take_run(struct inc *in, int n0, size_t len, uint64_t m)
 	const int *restrict model = &in->model[n0];
 	uint64_t *restrict free = &in->freemask[n0];
 	int row = model[0];
-	uint64_t f0 = free[0], any = 0;
-	unsigned ok = 1;
-	for (size_t k = 0; k < len; k++) {
-		any |= free[k] ^ f0;
-		ok &= (unsigned)!fab[k] & (unsigned)(model[k] == row);
-	}
-	if (!ok || any)
+	uint64_t f0 = free[0], any = 0; /* 0 when every node is alike: one free mask, one row, no fabric down */
+	for (size_t k = 0; k < len; k++)
+		any |= (free[k] ^ f0) | (uint64_t)(unsigned)(model[k] ^ row) | (uint64_t)fab[k];
+	if (any)
 		return false;
 	uint64_t f1 = f0 & ~m;
 	sched__inc_move_range(in, n0, (int)len, row, sched__pc_low(f0), sched__pc_low(f1));
@@ -814,13 +819,11 @@ static bool unkeep_run(struct inc *in, int n0, size_t len, uint64_t m)
 	const int *restrict model = &in->model[n0], *restrict no = &in->nown[n0];
 	uint64_t *restrict free = &in->freemask[n0];
 	int row = model[0];
-	uint64_t av = avail[0], f0 = free[0], any = 0;
-	unsigned ok = 1;
-	for (size_t k = 0; k < len; k++) {
-		any |= (free[k] ^ f0) | (avail[k] ^ av);
-		ok &= (unsigned)(!bad[k] & up[k]) & (unsigned)(no[k] == 0) & (unsigned)(model[k] == row);
-	}
-	if (!ok || any)
+	uint64_t av = avail[0], f0 = free[0], any = 0; /* 0 when every node is alike, as below */
+	for (size_t k = 0; k < len; k++)
+		any |= (free[k] ^ f0) | (avail[k] ^ av) | (uint64_t)(unsigned)(no[k] | (model[k] ^ row)) |
+		       (uint64_t)(bad[k] | !up[k]);
+	if (any)
 		return false;
 	uint64_t fm = f0 | (m & av);
 	sched__inc_move_range(in, n0, (int)len, row, sched__pc_low(f0), sched__pc_low(fm));
