@@ -398,23 +398,35 @@ static void set_used(struct sim *s, const struct sched_alloc *a, size_t na, bool
 	for (size_t k = 0; k < na; k++) {
 		uint64_t m = a[k].gpus;
 		struct sched_node *x = &s->nodes[a[k].node], *end = x + sched_alloc_len(&a[k]);
-		for (; x < end; x++) {
+		while (x < end) {
+			if (key && m == km && x->state == SCHED_NODE_UP && x->healthy == kh && x->used == ku) {
+				/* nodes alike (a wide gang's range): one key, one new used mask, a tight loop */
+				uint64_t uk = used ? ku | m : ku & ~m;
+				struct sched_node *y = x;
+				for (; y < end && y->state == SCHED_NODE_UP && y->healthy == kh && y->used == ku; y++)
+					y->used = uk;
+				df += (int64_t)kf * (y - x);
+				dp += (int64_t)kp * (y - x);
+				x = y;
+				continue;
+			}
 			uint64_t u = used ? x->used | m : x->used & ~m;
 			if (x->state != SCHED_NODE_UP) {
 				x->used = u;
+				x++;
 				continue;
 			}
-			if (!key || m != km || x->healthy != kh || x->used != ku) { /* frag_node() -1 and +1 */
-				int h = popcount64(x->healthy), f0, p0, f1, p1;
-				frag_count(x, x->used, h, &f0, &p0);
-				frag_count(x, u, h, &f1, &p1);
-				km = m, kh = x->healthy, ku = x->used;
-				kf = f1 - f0, kp = p1 - p0;
-				key = true;
-			}
+			/* frag_node() -1 and +1, for this key */
+			int h = popcount64(x->healthy), f0, p0, f1, p1;
+			frag_count(x, x->used, h, &f0, &p0);
+			frag_count(x, u, h, &f1, &p1);
+			km = m, kh = x->healthy, ku = x->used;
+			kf = f1 - f0, kp = p1 - p0;
+			key = true;
 			df += kf;
 			dp += kp;
 			x->used = u;
+			x++;
 		}
 	}
 	s->free_gpus += df;
