@@ -1668,7 +1668,8 @@ static bool wpart(struct cyc *c, const struct req *q, int n, uint64_t m, size_t 
 	if (m != full || c->freemask[n] || in->sw_stamp[n] == in->sw_cur)
 		return false; /* shared, or free now although released later (a snapshot at odds with itself) */
 	in->sw_stamp[n] = in->sw_cur;
-	if (c->up[n] && model_ok(c, q, n) && sched__pc((c->freemask[n] | m) & c->avail[n]) >= q->g)
+	/* nothing free and m all of it: the node's usable GPUs are avail, all of them when whole_ok */
+	if (c->up[n] && model_ok(c, q, n) && (in->whole_ok[n] ? in->gcount[n] : sched__pc(c->avail[n])) >= q->g)
 		(*ec)++;
 	return true;
 }
