@@ -16,11 +16,6 @@ add_test(NAME unit.sched.topo_prop COMMAND sched_topo_prop 20000 12345)
 add_executable(sched_explainer_prop ${CMAKE_CURRENT_LIST_DIR}/sched/explainer_prop.c)
 target_link_libraries(sched_explainer_prop muster_sched)
 add_test(NAME unit.sched.explainer_prop COMMAND sched_explainer_prop 300 4242)
-# Allocations as ranges of nodes decide what one entry per node decides
-# (full rebuild and service/plan's hint), and bad ranges are refused.
-add_executable(sched_range_prop ${CMAKE_CURRENT_LIST_DIR}/sched/range_prop.c)
-target_link_libraries(sched_range_prop muster_plan)
-add_test(NAME unit.sched.range_prop COMMAND sched_range_prop 60 40 7)
 # The walk's order (the sort of pending jobs) is the documented one.
 add_executable(sched_order_prop ${CMAKE_CURRENT_LIST_DIR}/sched/order_prop.c)
 target_link_libraries(sched_order_prop muster_sched)
