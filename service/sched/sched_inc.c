@@ -1674,6 +1674,39 @@ static bool wpart(struct cyc *c, const struct req *q, int n, uint64_t m, size_t 
 	return true;
 }
 
+/*
+ * wpart() for each node of n0..n0+len-1 (one entry or run of parts, mask m):
+ * when every node passes wpart()'s checks (the same GPU count, nothing
+ * free, not seen yet in this sweep), two tight passes mark and count them;
+ * else node by node.
+ */
+static bool wrange(struct cyc *c, const struct req *q, int n0, int len, uint64_t m, size_t *ec)
+{
+	struct inc *in = c->inc;
+	if (!m)
+		return true;
+	if (len >= 4 && m == full_mask(in, n0)) {
+		const int gc = in->gcount[n0];
+		uint64_t any = 0;
+		for (int n = n0; n < n0 + len; n++)
+			any |= (uint64_t)(unsigned)(in->gcount[n] ^ gc) | c->freemask[n] |
+			       (uint64_t)(in->sw_stamp[n] == in->sw_cur);
+		if (!any) {
+			size_t cnt = 0;
+			for (int n = n0; n < n0 + len; n++) {
+				in->sw_stamp[n] = in->sw_cur;
+				cnt += c->up[n] && model_ok(c, q, n) && (in->whole_ok[n] ? gc : sched__pc(c->avail[n])) >= q->g;
+			}
+			*ec += cnt;
+			return true;
+		}
+	}
+	for (int n = n0; n < n0 + len; n++)
+		if (!wpart(c, q, n, m, ec))
+			return false;
+	return true;
+}
+
 /* A released part as the generic placement would see it at the planned time. */
 static bool wcand(const struct cyc *c, int model, int g, int n, uint64_t m, struct cand *out)
 {
@@ -1787,9 +1820,9 @@ static bool earliest_whole(struct cyc *c, const struct req *q, int64_t rt, struc
 				break;
 			}
 			for (int a = 0; a < w.n; a++)
-				for (int e = 0; e < (w.a ? sched_alloc_len(&w.a[a]) : 1); e++)
-					if (!wpart(c, q, w.a ? w.a[a].node + e : w.node, w.a ? w.a[a].gpus : w.mask, &ec))
-						return false;
+				if (!wrange(c, q, w.a ? w.a[a].node : w.node, w.a ? sched_alloc_len(&w.a[a]) : 1,
+				            w.a ? w.a[a].gpus : w.mask, &ec))
+					return false;
 			in->wseg = sched__grow(in->wseg, &in->cap_wseg, nseg + 1, sizeof(*in->wseg));
 			in->wseg[nseg++] = w;
 		}
