@@ -719,10 +719,10 @@ static int rebuild_after(struct cyc *c, size_t i)
 }
 
 /*
- * The nodes of a[0..na) back from the snapshot where only their used GPUs
- * can have changed (a run's start or end, delta->by_runs): state, health
- * and static fields are the view's, by the caller's promise or because the
- * node was listed and applied already.
+ * Node n (reread_node()) or the nodes of a[0..na) (reread()) back from the
+ * snapshot where only their used GPUs can have changed (a run's start or
+ * end, delta->by_runs): state, health and static fields are the view's, by
+ * the caller's promise or because the node was listed and applied already.
  */
 static void reread_node(struct inc *in, const struct sched_snapshot *s, int n)
 {
