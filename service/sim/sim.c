@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "buf.h"
 #include "fairtree.h"
 #include "sched.h"
 
@@ -24,7 +25,6 @@ struct sjob {
 	bool released;            /* its GPUs were freed at its estimated end */
 	struct sched_alloc *alloc; /* ranges of nodes (settings.ranged_allocs) unless o->node_allocs */
 	size_t nalloc, cap_alloc;
-	int nodes;                /* nodes in alloc */
 	int64_t start;
 	uint64_t seq;             /* start order */
 	int user;                 /* sched_user index or -1 */
@@ -534,7 +534,7 @@ static void job_end(struct sim *s, size_t ji)
 	j->state = J_DONE;
 	s->res[ji].start = j->start;
 	s->res[ji].end = s->now;
-	s->res[ji].gpus = j->nodes * j->sj.gpus_per_node;
+	s->res[ji].gpus = (int)sched_alloc_nodes(j->alloc, j->nalloc) * j->sj.gpus_per_node;
 	if (j->user >= 0) {
 		struct sched_user *u = &s->users[j->user];
 		u->recent_runtime[1] = u->recent_runtime[0];
@@ -548,7 +548,6 @@ static void job_end(struct sim *s, size_t ji)
 	alloc_put(s, j->alloc, j->cap_alloc); /* done with it: 300,000 gangs' copies would pile up otherwise */
 	j->alloc = NULL;
 	j->nalloc = j->cap_alloc = 0;
-	j->nodes = 0;
 }
 
 /* ------------------------------------------------------------ invariants */
@@ -584,14 +583,14 @@ static int check_all(struct sim *s, struct mu_error *err)
 			goto out;
 		}
 		for (size_t k = 0; k < run->nalloc; k++) {
+			if (__builtin_popcountll(run->alloc[k].gpus) != j->sj.gpus_per_node) {
+				ret = violation(s, err, "job %" PRId64 " has %d GPU(s) on %s, asked %d", j->sj.id,
+				                __builtin_popcountll(run->alloc[k].gpus), s->nodes[run->alloc[k].node].name,
+				                j->sj.gpus_per_node);
+				goto out;
+			}
 			for (int e = 0; e < sched_alloc_len(&run->alloc[k]); e++) {
 				int n = run->alloc[k].node + e;
-				if (__builtin_popcountll(run->alloc[k].gpus) != j->sj.gpus_per_node) {
-					ret = violation(s, err, "job %" PRId64 " has %d GPU(s) on %s, asked %d", j->sj.id,
-					                __builtin_popcountll(run->alloc[k].gpus), s->nodes[n].name,
-					                j->sj.gpus_per_node);
-					goto out;
-				}
 				if (stamp[n] == r + 1) {
 					ret = violation(s, err, "job %" PRId64 " holds node %s twice", j->sj.id, s->nodes[n].name);
 					goto out;
@@ -777,7 +776,6 @@ static int pass(struct sim *s, struct mu_error *err, bool *preempted)
 		alloc_put(s, j->alloc, j->cap_alloc);
 		j->alloc = alloc_get(s, st->nalloc + 1, &j->cap_alloc);
 		j->nalloc = st->nalloc;
-		j->nodes = (int)sched_alloc_nodes(st->alloc, st->nalloc);
 		j->start = s->now;
 		j->seq = ++s->seq;
 		j->state = J_RUNNING;
@@ -1098,34 +1096,13 @@ void sim_write_metrics(FILE *out, const struct sim_cluster *cl, const struct tra
 	mu_free(waits);
 }
 
-/* One schedule line: head, then wait, then tail and a newline; one fwrite, not printf's parse per line. */
-static void put_line(FILE *out, const char *head, size_t nhead, int64_t wait, const char *tail)
-{
-	char line[512], num[24];
-	char *e = num + sizeof(num), *b = e;
-	uint64_t v = wait < 0 ? -(uint64_t)wait : (uint64_t)wait;
-	do
-		*--b = (char)('0' + v % 10);
-	while (v /= 10);
-	if (wait < 0)
-		*--b = '-';
-	size_t nnum = (size_t)(e - b), ntail = strlen(tail);
-	if (nhead + nnum + ntail + 1 > sizeof(line)) {
-		fprintf(out, "%.*s%.*s%s\n", (int)nhead, head, (int)nnum, b, tail);
-		return;
-	}
-	memcpy(line, head, nhead);
-	memcpy(line + nhead, b, nnum);
-	memcpy(line + nhead + nnum, tail, ntail);
-	line[nhead + nnum + ntail] = '\n';
-	fwrite(line, 1, nhead + nnum + ntail + 1, out);
-}
-
 void sim_write_swf(FILE *out, const struct sim_cluster *cl, const struct trace *tr,
                    const struct sim_job_result *res, const char *policy)
 {
 	fprintf(out, "; Computer: muster-sim\n; Note: policy %s\n; MaxProcs: %" PRId64 "\n", policy,
 	        sim_cluster_gpus(cl));
+	struct mu_buf line; /* an SWF line, written with one fwrite: no printf parse per line */
+	mu_buf_init(&line);
 	for (size_t i = 0; i < tr->njobs; i++) {
 		const struct trace_job *j = &tr->jobs[i];
 		if (res[i].start < 0)
@@ -1146,11 +1123,17 @@ void sim_write_swf(FILE *out, const struct sim_cluster *cl, const struct trace *
 			const char *e = p;
 			while (*e && *e != ' ' && *e != '\t')
 				e++;
-			put_line(out, s, (size_t)(p - s), wait, e);
+			mu_buf_reset(&line);
+			mu_buf_add(&line, s, (size_t)(p - s));
+			mu_buf_add_int(&line, wait);
+			mu_buf_adds(&line, e);
+			mu_buf_addc(&line, '\n');
+			fwrite(line.p, 1, line.len, out);
 		} else {
 			int64_t run = res[i].end - res[i].start;
 			fprintf(out, "%" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %d -1 -1 %d %" PRId64 " -1 1 -1 -1 -1 -1 -1 -1 -1\n",
 			        j->id, j->submit, wait, run, res[i].gpus, res[i].gpus, j->limit);
 		}
 	}
+	mu_buf_release(&line);
 }
