@@ -157,12 +157,42 @@ static inline bool is_space(char ch)
 	return ch == ' ' || (ch >= '\t' && ch <= '\r');
 }
 
-static int swf_line(struct trace *t, const char *s, size_t n, size_t line, struct mu_error *err)
+/*
+ * The 18 fields of a line that holds integers only (what nearly every SWF
+ * line is), read in one pass. false: anything else (a fraction, an
+ * exponent, a 16th digit, a field too many or too few), which
+ * swf_fields() then reads and reports on field by field.
+ */
+static bool swf_ints(const char *s, size_t n, double f[18])
+{
+	size_t i = 0;
+	for (size_t k = 0; k < 18; k++) {
+		while (i < n && is_space(s[i]))
+			i++;
+		bool neg = i < n && s[i] == '-';
+		i += neg;
+		size_t b = i;
+		int64_t v = 0;
+		for (; i < n && s[i] >= '0' && s[i] <= '9' && i - b < 15; i++)
+			v = v * 10 + (s[i] - '0');
+		if (i == b || (i < n && !is_space(s[i])))
+			return false;
+		f[k] = neg ? -(double)v : (double)v;
+	}
+	while (i < n && is_space(s[i]))
+		i++;
+	return i == n;
+}
+
+/* The 18 fields of a line, or the line's error. */
+static int swf_fields(const char *s, size_t n, size_t line, double f[18], struct mu_error *err)
 {
 	const char *tok[18];
 	size_t tlen[18];
 	size_t nt = 0;
 	size_t i = 0;
+	if (swf_ints(s, n, f))
+		return 0;
 	while (i < n) {
 		while (i < n && is_space(s[i]))
 			i++;
@@ -178,11 +208,19 @@ static int swf_line(struct trace *t, const char *s, size_t n, size_t line, struc
 	}
 	if (nt != 18)
 		return line_error(err, line, "expected 18 whitespace-separated fields, found %zu", nt);
-	double f[18];
 	for (size_t k = 0; k < 18; k++)
 		if (!parse_num(tok[k], tlen[k], &f[k]))
 			return line_error(err, line, "field %zu (\"%.*s\") is not a number", k + 1, (int)(tlen[k] > 40 ? 40 : tlen[k]),
 			                  tok[k]);
+	return 0;
+}
+
+static int swf_line(struct trace *t, const char *s, size_t n, size_t line, struct mu_error *err)
+{
+	double f[18];
+	int ret = swf_fields(s, n, line, f, err);
+	if (ret)
+		return ret;
 	if (f[0] < 0 || f[0] > 9e15 || f[0] != floor(f[0]))
 		return line_error(err, line, "field 1 (job id) must be a non-negative integer");
 	if (f[1] < 0 || f[1] > (double)MAX_TIME)
