@@ -180,6 +180,46 @@ static void xor_range(uint64_t *w, size_t lo, size_t hi)
 }
 
 /*
+ * Which bits differ from x across v[0..n): 0 when every element is x. One
+ * array per loop, so the compiler vectorizes each (the loops that OR'ed
+ * six arrays of four widths per node stayed scalar: ~18 instructions a
+ * node, the most of a wide gang's release).
+ */
+static uint64_t diff_u64(const uint64_t *restrict v, size_t n, uint64_t x)
+{
+	uint64_t d = 0;
+	for (size_t k = 0; k < n; k++)
+		d |= v[k] ^ x;
+	return d;
+}
+
+static unsigned diff_int(const int *restrict v, size_t n, int x)
+{
+	unsigned d = 0;
+	for (size_t k = 0; k < n; k++)
+		d |= (unsigned)(v[k] ^ x);
+	return d;
+}
+
+/* Whether some v[k] is x. */
+static bool any_u32(const uint32_t *restrict v, size_t n, uint32_t x)
+{
+	unsigned d = 0;
+	for (size_t k = 0; k < n; k++)
+		d |= v[k] == x;
+	return d;
+}
+
+static unsigned diff_bool(const bool *restrict v, size_t n, bool x)
+{
+	const unsigned char *restrict b = (const unsigned char *)v; /* bool is one byte, 0 or 1 */
+	unsigned char d = 0;
+	for (size_t k = 0; k < n; k++)
+		d |= (unsigned char)(b[k] ^ (unsigned char)x);
+	return d;
+}
+
+/*
  * A node is in exactly one bucket per row, so a move clears a set bit and
  * sets a clear one: both flips, which is why a run of moves is two range
  * flips per row whatever the order.
@@ -365,10 +405,7 @@ static void own_range(struct inc *in, int n0, size_t len, int d)
 	int *restrict no = &in->nown[n0];
 	const uint64_t *restrict fm = &in->freemask[n0];
 	if (d > 0) { /* mostly a whole gang on nodes it filled: no owner, nothing free, so no count moves */
-		uint64_t any = 0;
-		for (size_t k = 0; k < len; k++)
-			any |= (uint64_t)(unsigned)no[k] | fm[k];
-		if (!any) {
+		if (!diff_int(no, len, 0) && !diff_u64(fm, len, 0)) {
 			for (size_t k = 0; k < len; k++)
 				no[k] = 1;
 			return;
@@ -389,11 +426,7 @@ static void own_range(struct inc *in, int n0, size_t len, int d)
 /* Whether every node of n0..n0+len-1 has GPU count gc. */
 static bool same_gcount(const struct inc *in, int n0, size_t len, int gc)
 {
-	const int *restrict v = &in->gcount[n0];
-	bool same = true;
-	for (size_t k = 0; k < len; k++)
-		same &= v[k] == gc;
-	return same;
+	return !diff_int(&in->gcount[n0], len, gc);
 }
 
 /* Copies run r into a slot. false: the view cannot hold it (stopping, or its id twice). */
@@ -772,11 +805,9 @@ static bool release_run(struct inc *in, int n0, size_t len, uint64_t m)
 	uint64_t *restrict free = &in->freemask[n0];
 	int *restrict no = &in->nown[n0];
 	int row = model[0];
-	uint64_t av = avail[0], any = 0; /* one word that is 0 when every node is alike, as below */
-	for (size_t k = 0; k < len; k++)
-		any |= free[k] | (avail[k] ^ av) | (uint64_t)(unsigned)((no[k] ^ 1) | (model[k] ^ row)) |
-		       (uint64_t)(bad[k] | !up[k]);
-	if (any)
+	uint64_t av = avail[0]; /* every node alike, as below */
+	if (diff_u64(free, len, 0) || diff_int(no, len, 1) || diff_u64(avail, len, av) || diff_int(model, len, row) ||
+	    diff_bool(bad, len, false) || diff_bool(up, len, true))
 		return false;
 	uint64_t fm = m & av;
 	sched__inc_move_range(in, n0, (int)len, row, 0, sched__pc_low(fm));
@@ -794,10 +825,8 @@ bool sched__inc_take_run(struct inc *in, int n0, size_t len, uint64_t m)
 	const int *restrict model = &in->model[n0];
 	uint64_t *restrict free = &in->freemask[n0];
 	int row = model[0];
-	uint64_t f0 = free[0], any = 0; /* 0 when every node is alike: one free mask, one row, no fabric down */
-	for (size_t k = 0; k < len; k++)
-		any |= (free[k] ^ f0) | (uint64_t)(unsigned)(model[k] ^ row) | (uint64_t)fab[k];
-	if (any)
+	uint64_t f0 = free[0]; /* every node alike: one free mask, one row, no fabric down */
+	if (diff_u64(free, len, f0) || diff_int(model, len, row) || diff_bool(fab, len, false))
 		return false;
 	uint64_t f1 = f0 & ~m;
 	sched__inc_move_range(in, n0, (int)len, row, sched__pc_low(f0), sched__pc_low(f1));
@@ -819,11 +848,9 @@ static bool unkeep_run(struct inc *in, int n0, size_t len, uint64_t m)
 	const int *restrict model = &in->model[n0], *restrict no = &in->nown[n0];
 	uint64_t *restrict free = &in->freemask[n0];
 	int row = model[0];
-	uint64_t av = avail[0], f0 = free[0], any = 0; /* 0 when every node is alike, as below */
-	for (size_t k = 0; k < len; k++)
-		any |= (free[k] ^ f0) | (avail[k] ^ av) | (uint64_t)(unsigned)(no[k] | (model[k] ^ row)) |
-		       (uint64_t)(bad[k] | !up[k]);
-	if (any)
+	uint64_t av = avail[0], f0 = free[0]; /* every node alike, as below */
+	if (diff_u64(free, len, f0) || diff_int(no, len, 0) || diff_u64(avail, len, av) || diff_int(model, len, row) ||
+	    diff_bool(bad, len, false) || diff_bool(up, len, true))
 		return false;
 	uint64_t fm = f0 | (m & av);
 	sched__inc_move_range(in, n0, (int)len, row, sched__pc_low(f0), sched__pc_low(fm));
@@ -1687,16 +1714,19 @@ static bool wrange(struct cyc *c, const struct req *q, int n0, int len, uint64_t
 		return true;
 	if (len >= 4 && m == full_mask(in, n0)) {
 		const int gc = in->gcount[n0];
-		uint64_t any = 0;
-		for (int n = n0; n < n0 + len; n++)
-			any |= (uint64_t)(unsigned)(in->gcount[n] ^ gc) | c->freemask[n] |
-			       (uint64_t)(in->sw_stamp[n] == in->sw_cur);
-		if (!any) {
-			size_t cnt = 0;
-			for (int n = n0; n < n0 + len; n++) {
-				in->sw_stamp[n] = in->sw_cur;
-				cnt += c->up[n] && model_ok(c, q, n) && (in->whole_ok[n] ? gc : sched__pc(c->avail[n])) >= q->g;
+		size_t l = (size_t)len;
+		uint32_t *restrict st = &in->sw_stamp[n0];
+		if (!diff_int(&in->gcount[n0], l, gc) && !diff_u64(&c->freemask[n0], l, 0) && !any_u32(st, l, in->sw_cur)) {
+			for (size_t k = 0; k < l; k++)
+				st[k] = in->sw_cur;
+			if (gc >= q->g && !diff_bool(&in->whole_ok[n0], l, true) &&
+			    (q->model == -1 || (q->model >= 0 && !diff_int(&c->model[n0], l, q->model)))) {
+				*ec += l; /* whole_ok: UP, every GPU usable */
+				return true;
 			}
+			size_t cnt = 0;
+			for (int n = n0; n < n0 + len; n++)
+				cnt += c->up[n] && model_ok(c, q, n) && (in->whole_ok[n] ? gc : sched__pc(c->avail[n])) >= q->g;
 			*ec += cnt;
 			return true;
 		}
