@@ -926,9 +926,13 @@ static void commit_start(struct cyc *c, size_t ji, const struct sched_alloc *a, 
 			int before = c->inc ? sched__pc_low(c->freemask[n]) : sched__pc(c->freemask[n]);
 			if (c->inc && !c->inc->by_runs) {
 				sched__inc_touch(c, n);
-			} else if (c->inc && a[k].gpus && c->inc->fab[n] && !c->inc->bad[n]) { /* kept: node_bad() once used */
-				c->inc->bad[n] = true;
-				c->inc->nbad++;
+			} else if (c->inc) { /* kept */
+				if (a[k].gpus && c->inc->fab[n] && !c->inc->bad[n]) { /* node_bad() once used */
+					c->inc->bad[n] = true;
+					c->inc->nbad++;
+				}
+				/* an owned node it fills is at odds no more (its run_add() finds nothing free) */
+				c->inc->nodd -= c->inc->nown[n] > 0 && c->freemask[n] && !(c->freemask[n] & ~a[k].gpus);
 			}
 			c->freemask[n] &= ~a[k].gpus;
 			if (c->inc) { /* batched: a wide gang's nodes come in runs */

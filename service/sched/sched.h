@@ -65,6 +65,8 @@ struct sched_settings {
 	bool ranged_allocs;       /* starts' allocations as ranges of nodes (struct sched_alloc.count),
 	                             one entry per run of consecutive nodes with one GPU mask (the
 	                             simulator's speed); else one entry per node */
+	bool check_view;          /* tests: after a delta is applied, the incremental view must equal
+	                             one built from the snapshot, or the cycle fails (SCHED_EINVAL) */
 };
 
 enum sched_node_state {

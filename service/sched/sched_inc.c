@@ -832,6 +832,13 @@ bool sched__inc_take_run(struct inc *in, int n0, size_t len, uint64_t m)
 	sched__inc_move_range(in, n0, (int)len, row, sched__pc_low(f0), sched__pc_low(f1));
 	for (size_t k = 0; k < len; k++)
 		free[k] = f1;
+	if (f0 && !f1 && in->nodd) { /* owned nodes it fills are at odds no more, as in sched.c's node by node */
+		const int *restrict no = &in->nown[n0];
+		size_t odd = 0;
+		for (size_t k = 0; k < len; k++)
+			odd += no[k] > 0;
+		in->nodd -= odd;
+	}
 	return true;
 }
 
@@ -1013,6 +1020,44 @@ static int apply(struct cyc *c, struct inc *in)
 	return 0;
 }
 
+#define DIFF_ARR(f, n) (memcmp(in->f, x->f, (n) * sizeof(*in->f)) != 0 ? #f : NULL)
+
+/*
+ * settings.check_view: the view in after apply() against one built from
+ * the snapshot, field by field, so a fast path that keeps a count wrong
+ * fails the test that runs it even where no decision shows it. NULL: the
+ * same (or the snapshot is one build() cannot describe).
+ */
+static const char *view_differs(struct cyc *c, const struct inc *in)
+{
+	struct inc *x = sched__xcalloc(1, sizeof(*x));
+	const char *what = NULL;
+	size_t nn = in->nn, rows = (size_t)in->nmodels + 1;
+	if (build(c, x) != 0)
+		goto out;
+	if (x->nmodels != in->nmodels || x->total_gpus != in->total_gpus || x->nlive != in->nlive) {
+		what = "models, GPUs or runs";
+		goto out;
+	}
+	const char *d[] = { DIFF_ARR(up, nn), DIFF_ARR(bad, nn), DIFF_ARR(fab, nn), DIFF_ARR(whole_ok, nn),
+			    DIFF_ARR(avail, nn), DIFF_ARR(freemask, nn), DIFF_ARR(nown, nn), DIFF_ARR(model, nn),
+			    DIFF_ARR(cnt, rows * 65), DIFF_ARR(bm, rows * 65 * in->nw),
+			    DIFF_ARR(own_g, in->ntenants + 1), DIFF_ARR(own_j, in->ntenants + 1) };
+	for (size_t k = 0; k < sizeof(d) / sizeof(d[0]) && !what; k++)
+		what = d[k];
+	for (int l = 0; l < in->nlevels && !what; l++)
+		if (memcmp(in->agg_free[l], x->agg_free[l], (2 * nn + 1) * sizeof(int)) ||
+		    memcmp(in->agg_cnt[l], x->agg_cnt[l], (2 * nn + 1) * sizeof(int)))
+			what = "agg_free or agg_cnt";
+	if (!what && (x->nbad != in->nbad || x->nodd != in->nodd || x->nshare != in->nshare))
+		what = x->nbad != in->nbad ? "nbad" : x->nodd != in->nodd ? "nodd" : "nshare";
+out:
+	sched__inc_free(x);
+	return what;
+}
+
+#undef DIFF_ARR
+
 int sched__inc_begin(struct cyc *c, int (*validate)(struct cyc *))
 {
 	const struct sched_snapshot *s = c->s;
@@ -1029,6 +1074,12 @@ int sched__inc_begin(struct cyc *c, int (*validate)(struct cyc *))
 		if (st < 0) {
 			sched__inc_free(in);
 			return st;
+		}
+		const char *what = st == 0 && s->settings.check_view ? view_differs(c, in) : NULL;
+		if (what) {
+			snprintf(c->d->error, sizeof(c->d->error), "incremental view differs from the snapshot: %s", what);
+			sched__inc_free(in);
+			return SCHED_EINVAL;
 		}
 	}
 	if (st == 1) {

@@ -894,6 +894,7 @@ int sim_run(struct sim_cluster *cl, const struct trace *tr, const struct sim_opt
 	s.settings.unnamed_reservations = true; /* it reads only their start */
 	s.settings.ranged_allocs = !o->node_allocs; /* a wide gang's start is a few entries, not one per node */
 	s.settings.predict = o->predict || cl->settings.predict;
+	s.settings.check_view = o->check; /* and the core's incremental view against a rebuild, each pass */
 	switch (o->policy) {
 	case SIM_FCFS:
 		s.settings.order = SCHED_ORDER_FCFS;

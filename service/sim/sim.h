@@ -27,7 +27,7 @@ enum sim_policy { SIM_FCFS = 0, SIM_EASY, SIM_CONSERVATIVE, SIM_MUSTER };
 struct sim_opts {
 	enum sim_policy policy;
 	bool predict;
-	bool check;            /* run the invariant checker after every event */
+	bool check;            /* run the invariant checker after every event; settings.check_view */
 	bool full_rebuild;     /* no change hints: the core rebuilds its view every pass (same schedule, slower) */
 	bool node_allocs;      /* allocations one entry per node, as the daemon gets them (same schedule, slower) */
 	FILE *placements;      /* borrowed; one JSON line per ended run, or NULL */
