@@ -3,8 +3,9 @@
  * and allocations as ranges of nodes (struct sched_alloc.count,
  * settings.ranged_allocs): over random clusters that evolve cycle after
  * cycle (starts become runs, runs end or are preempted, nodes drain, go
- * down and lose GPUs or a fabric link, elastic runs shrink, jobs arrive and
- * leave, users appear, the clock moves), each cycle is planned four ways:
+ * down and lose GPUs or a fabric link, now and then all of one run's nodes
+ * at once, elastic runs shrink, jobs arrive and leave, users appear, the
+ * clock moves), each cycle is planned four ways:
  *   A  runs one entry per node, a fresh full rebuild (muster-scheduler's
  *      decisions without a hint);
  *   K  the same snapshot with plan_delta_next's hint and one kept struct
@@ -13,7 +14,8 @@
  *   C  as B, with a hint of its own and a kept struct sched_decisions.
  * K's, B's and C's starts, node by node, must be A's; their verdicts,
  * reservations, preemptions, shrinks and fails too, as muster-sim's checks
- * compare them. Runs with and without topology levels, with two GPU
+ * compare them; and K's and C's incremental views must equal a rebuild's
+ * after each delta (settings.check_view), counts no decision shows included. Runs with and without topology levels, with two GPU
  * models and a tenant quota. Then bad ranges (a negative count, a range
  * past the last node) must be refused with an error, not read.
  * usage: test_plan_delta [WORLDS] [CYCLES] [SEED]
@@ -159,6 +161,7 @@ static void snapshot(struct world *w, struct sched_snapshot *s, bool ranged)
 	s->settings.reservation_depth = 2;
 	s->settings.preemption = true;
 	s->settings.ranged_allocs = ranged;
+	s->settings.check_view = true; /* K and C: the view after each delta must be a rebuild's */
 	s->settings.nlevels = w->nlevels;
 	for (int l = 0; l < w->nlevels; l++)
 		s->settings.levels[l] = levels[l];
@@ -289,6 +292,20 @@ static void evolve(struct world *w, const struct sched_decisions *d)
 			w->nodes[n].healthy ^= 1ULL << rnd(8);
 		if (rnd(60) == 0)
 			w->nodes[n].fabric_down = !w->nodes[n].fabric_down;
+	}
+	/* now and then every node of one run at once (a rack loses power or its switch, a firmware push) */
+	if (w->nr && rnd(6) == 0) {
+		size_t r = rnd((uint32_t)w->nr);
+		int how = (int)rnd(3);
+		for (size_t k = 0; k < w->runs[r].nalloc; k++) {
+			struct sched_node *x = &w->nodes[w->allocs[r][k].node];
+			if (how == 0)
+				x->state = SCHED_NODE_DOWN;
+			else if (how == 1)
+				x->healthy &= ~w->allocs[r][k].gpus;
+			else
+				x->fabric_down = true;
+		}
 	}
 	/* runs on down nodes are lost, mostly: the others reach the core, which requeues or shrinks them */
 	o = 0;
